@@ -1,0 +1,112 @@
+"""DataFrame functions of windowsketch.
+
+Each builds its Column by SQL function name with
+:func:`pyspark.sql.functions.call_function`, so it works on a classic session and under
+Spark Connect alike; the session needs the functions registered (see
+:func:`windowsketch.configure`).
+"""
+from __future__ import annotations
+
+import datetime
+from typing import Union
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+__all__ = ["approx_window_count"]
+
+ColumnOrName = Union[Column, str]
+WindowSpec = Union[int, datetime.timedelta, str, Column]
+
+
+def _column(value: ColumnOrName, name: str) -> Column:
+    if isinstance(value, str):
+        return F.col(value)
+    if isinstance(value, Column):
+        return value
+    raise TypeError(f"`{name}` must be a column name or a Column, got {type(value).__name__}")
+
+
+def _window(window: WindowSpec) -> Column:
+    if isinstance(window, Column):
+        return window
+    if isinstance(window, bool) or not isinstance(window, (int, datetime.timedelta, str)):
+        raise TypeError(
+            "`window` must be an int (positions, for an integral `ts`), a datetime.timedelta "
+            "or an interval string such as '10 minutes' (for a timestamp `ts`), got "
+            f"{window!r}")
+    # An int becomes an integral literal, a timedelta a DAY TO SECOND interval literal and a
+    # string an interval string: Spark checks each against the type of `ts`.
+    return F.lit(window)
+
+
+def _eps(eps: Union[float, Column]) -> Column:
+    if isinstance(eps, Column):
+        return eps
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise TypeError(f"`eps` must be a number in [0.0001, 1), got {eps!r}")
+    return F.lit(float(eps))
+
+
+def approx_window_count(
+    v: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Approximate count of events in a sliding window, within ``eps`` relative error.
+
+    Over a running window frame (``.over(Window.partitionBy(k).orderBy(ts))``) it gives,
+    for every row, the number of rows whose ``v`` is true in the window that ends at that
+    row's ``ts``, in amortized O(1) time per row and O((1/eps) log N) memory.
+    Every result satisfies ``|result - exact| <= eps * exact``.
+
+    Parameters
+    ----------
+    v : :class:`~pyspark.sql.Column` or str
+        BOOLEAN, or an integral column holding 0 or 1: true / 1 is an event. NULL is not
+        an event, but its ``ts`` still moves the window forward. Other integers raise an
+        error naming the value.
+    ts : :class:`~pyspark.sql.Column` or str
+        TIMESTAMP, TIMESTAMP_NTZ, DATE or an integral column: the row's time or position.
+        Rows whose ``ts`` is NULL are ignored.
+    window : int, :class:`datetime.timedelta`, str or :class:`~pyspark.sql.Column`
+        For an integral ``ts``, a positive int N: the window is ``(now - N, now]``, the
+        last N positions. For a temporal ``ts``, a timedelta or an interval string such as
+        ``'10 minutes'``: the window is ``[now - window, now]``. Must be a constant.
+    eps : float, default 0.01
+        The relative error bound, a constant in [0.0001, 1). Memory grows as 1/eps.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        BIGINT, never NULL (an empty window counts 0).
+
+    Notes
+    -----
+    In this version rows must reach the aggregate in ascending ``ts`` order, as they do
+    in a window ordered by ``ts``; other orders and GROUP BY over rows spread across
+    partitions raise an error rather than return a wrong count.
+
+    For the last N rows (a count-based window), number the rows with
+    ``row_number()`` first and use that number as ``ts``.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_count
+    >>> df = spark.createDataFrame(
+    ...     [(1, True), (2, False), (3, True), (4, True)], "ts INT, v BOOLEAN")
+    >>> df.select("ts", approx_window_count("v", "ts", 3).over(Window.orderBy("ts"))
+    ...           .alias("recent")).show()
+    +---+------+
+    | ts|recent|
+    +---+------+
+    |  1|     1|
+    |  2|     1|
+    |  3|     2|
+    |  4|     2|
+    +---+------+
+    """
+    return F.call_function(
+        "approx_window_count", _column(v, "v"), _column(ts, "ts"), _window(window), _eps(eps))

@@ -1,0 +1,155 @@
+package org.apache.spark.sql.windowsketch
+
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{DataTypeMismatch, TypeCheckSuccess}
+import org.apache.spark.sql.catalyst.expressions.{Cast, Expression}
+import org.apache.spark.sql.catalyst.util.IntervalUtils
+import org.apache.spark.sql.errors.QueryErrorsBase
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
+
+import windowsketch.core.ExponentialHistogram
+
+/**
+ * The argument rules shared by the windowsketch aggregates (docs: semantics.md):
+ * which types `v` and `ts` may have, how `ts` maps to a long, and how the constant
+ * `window` and `eps` are read and checked. Each check answers with one of Spark's
+ * DATATYPE_MISMATCH error classes naming the argument.
+ */
+private[windowsketch] object WindowArguments extends QueryErrorsBase {
+  val DefaultEps = 0.01
+  private val MicrosPerDay = 86400L * 1000 * 1000
+
+  def isIntegral(t: DataType): Boolean = t match {
+    case ByteType | ShortType | IntegerType | LongType => true
+    case _ => false
+  }
+
+  def isTemporal(t: DataType): Boolean = t match {
+    case TimestampType | TimestampNTZType | DateType => true
+    case _ => false
+  }
+
+  def checkEventType(v: Expression): TypeCheckResult =
+    if (v.dataType == BooleanType || v.dataType == NullType || isIntegral(v.dataType)) {
+      TypeCheckSuccess
+    } else {
+      unexpectedType(0, "(\"BOOLEAN\" or an integral type holding 0 or 1)", v)
+    }
+
+  def checkTimeType(ts: Expression): TypeCheckResult =
+    if (isTemporal(ts.dataType) || isIntegral(ts.dataType)) TypeCheckSuccess
+    else unexpectedType(1, "(\"TIMESTAMP\" or \"TIMESTAMP_NTZ\" or \"DATE\" or an integral type)", ts)
+
+  /** Converts a non-null `ts` value of a checked type to the core's long time axis. */
+  def timeOf(value: Any, tsType: DataType): Long =
+    if (tsType == DateType) value.asInstanceOf[Int] * MicrosPerDay
+    else integralValue(value, tsType) // timestamps are longs of microseconds
+
+  /** A non-null value of an integral (or microsecond timestamp) type as a long. */
+  def integralValue(value: Any, t: DataType): Long = t match {
+    case ByteType => value.asInstanceOf[Byte].toLong
+    case ShortType => value.asInstanceOf[Short].toLong
+    case IntegerType => value.asInstanceOf[Int].toLong
+    case _ => value.asInstanceOf[Long]
+  }
+
+  /**
+   * The window as the core's length on the time axis, or the reason it is invalid.
+   * Integral `ts`: N positions, `(now - N, now]`. Temporal `ts`: a day-time interval `w`,
+   * `[now - w, now]` in microseconds, which is the half-open window of length `w + 1`.
+   */
+  def windowLength(window: Expression, ts: Expression): Either[TypeCheckResult, Long] = {
+    val temporal = isTemporal(ts.dataType)
+    val typeOk = window.dataType match {
+      case _: DayTimeIntervalType | CalendarIntervalType | StringType => temporal
+      case t => isIntegral(t) && !temporal
+    }
+    if (!typeOk) {
+      val hint =
+        if (temporal) "; for the last N rows use an integral position as `ts`, e.g. row_number()"
+        else "; for a time window use a TIMESTAMP `ts`"
+      return Left(badWindow(ts, window, s"has the type ${toSQLType(window.dataType)}", hint))
+    }
+    if (!window.foldable) return Left(nonFoldable("window", window))
+    val value = window.eval()
+    if (value == null) return Left(unexpectedNull("window"))
+    val length: Option[Long] = (window.dataType, value) match {
+      case (_: DayTimeIntervalType, micros: Long) => Some(micros)
+      case (CalendarIntervalType, ci: CalendarInterval) => dayTimeMicros(ci)
+      case (StringType, s: UTF8String) =>
+        Option(IntervalUtils.safeStringToInterval(s)).flatMap(dayTimeMicros)
+      case (t, n) => Some(integralValue(n, t))
+    }
+    length match {
+      case Some(n) if n > 0 =>
+        Right(if (temporal) { if (n == Long.MaxValue) n else n + 1 } else n)
+      case _ if temporal =>
+        Left(badWindow(ts, window, "is not a positive day-time interval",
+          "; months and years have no fixed length"))
+      case _ => Left(outOfRange("window", "(0, 9223372036854775807]", window.sql))
+    }
+  }
+
+  private def badWindow(
+      ts: Expression, window: Expression, problem: String, hint: String): TypeCheckResult = {
+    val expected =
+      if (isTemporal(ts.dataType)) {
+        "a positive day-time interval such as INTERVAL 10 MINUTES or '10 minutes'"
+      } else "a positive integer, the number of positions in the window"
+    DataTypeMismatch(
+      errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
+      messageParameters = Map(
+        "msg" -> (s"The ${toSQLId("window")} must be $expected when ${toSQLId("ts")} has the " +
+          s"type ${toSQLType(ts.dataType)}, but ${toSQLExpr(window)} $problem"),
+        "hint" -> hint))
+  }
+
+  /** Months have no fixed length in microseconds, so a window may not use them. */
+  private def dayTimeMicros(ci: CalendarInterval): Option[Long] =
+    if (ci.months != 0) None
+    else scala.util.Try(Math.addExact(Math.multiplyExact(ci.days.toLong, MicrosPerDay),
+      ci.microseconds)).toOption
+
+  def epsValue(eps: Expression): Either[TypeCheckResult, Double] = {
+    if (!eps.dataType.isInstanceOf[NumericType] && eps.dataType != NullType) {
+      return Left(unexpectedType(3, "a numeric type", eps))
+    }
+    if (!eps.foldable) return Left(nonFoldable("eps", eps))
+    val value = Cast(eps, DoubleType).eval()
+    if (value == null) return Left(unexpectedNull("eps"))
+    val e = value.asInstanceOf[Double]
+    if (e >= ExponentialHistogram.MinEps && e < 1.0) Right(e)
+    else Left(outOfRange("eps", s"[${ExponentialHistogram.MinEps}, 1)", e.toString))
+  }
+
+  private def unexpectedType(index: Int, required: String, e: Expression): TypeCheckResult =
+    DataTypeMismatch(
+      errorSubClass = "UNEXPECTED_INPUT_TYPE",
+      messageParameters = Map(
+        "paramIndex" -> ordinalNumber(index),
+        "requiredType" -> required,
+        "inputSql" -> toSQLExpr(e),
+        "inputType" -> toSQLType(e.dataType)))
+
+  private def nonFoldable(name: String, e: Expression): TypeCheckResult =
+    DataTypeMismatch(
+      errorSubClass = "NON_FOLDABLE_INPUT",
+      messageParameters = Map(
+        "inputName" -> toSQLId(name),
+        "inputType" -> toSQLType(e.dataType),
+        "inputExpr" -> toSQLExpr(e)))
+
+  private def unexpectedNull(name: String): TypeCheckResult =
+    DataTypeMismatch(
+      errorSubClass = "UNEXPECTED_NULL",
+      messageParameters = Map("exprName" -> toSQLId(name)))
+
+  private def outOfRange(name: String, range: String, current: String): TypeCheckResult =
+    DataTypeMismatch(
+      errorSubClass = "VALUE_OUT_OF_RANGE",
+      messageParameters = Map(
+        "exprName" -> toSQLId(name),
+        "valueRange" -> range,
+        "currentValue" -> current))
+}

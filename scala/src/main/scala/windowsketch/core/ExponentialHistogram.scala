@@ -1,0 +1,300 @@
+package windowsketch.core
+
+/**
+ * The exponential histogram of Datar, Gionis, Indyk and Motwani, as in Meijer's
+ * article: an approximate count of the events in the sliding window `(now - window, now]`
+ * with `|estimate - exact| <= eps * exact`, for events that arrive in time order.
+ *
+ * Buckets hold 2^level events each. With `k = ceil(1/eps)`, when `ceil(k/2) + 2` buckets
+ * share a level the two oldest merge into one bucket of the next level, cascading. A
+ * bucket expires once its newest event leaves the window.
+ *
+ * Unlike the seed, each bucket also keeps the timestamp of its oldest event. The oldest
+ * surviving bucket is the only one that can straddle the window's left edge; knowing both
+ * its ends tells whether it does, so the sketch gives certified bounds and an estimate
+ * that is exact unless it straddles, and within `count/2 - 1` of the truth when it does
+ * (the seed's `ceil(total - last/2)` can break its own bound for eps < 0.5).
+ *
+ * Storage is two flat arrays of timestamps, one ring of `mergeAt` slots per level; the
+ * global order is level 0 newest to oldest, then level 1, and so on, so the oldest bucket
+ * is the oldest of the top level. Inserts allocate nothing once the levels exist.
+ *
+ * `window` is in the caller's units of `ts` (positions or microseconds); the Spark layer
+ * maps an inclusive time window `[now - w, now]` to `window = w + 1`.
+ */
+final class ExponentialHistogram(val window: Long, val eps: Double) {
+  ExponentialHistogram.checkParameters(window, eps)
+
+  /** Buckets per level, as in the seed: k = ceil(1/eps). */
+  val k: Int = math.ceil(1.0 / eps).toInt
+  /** A level is merged when this many buckets share it. */
+  val mergeAt: Int = (k + 1) / 2 + 2
+
+  private[this] var allocatedLevels = 0
+  private[this] var newestTs: Array[Long] = Array.emptyLongArray
+  private[this] var oldestTs: Array[Long] = Array.emptyLongArray
+  /** Ring slot of each level's oldest bucket, and each level's bucket count. */
+  private[this] var ringStart: Array[Int] = Array.emptyIntArray
+  private[this] var ringSize: Array[Int] = Array.emptyIntArray
+
+  private var topLevel = -1
+  private[this] var bucketTotal = 0L
+  private var seenAny = false
+  private var nowTs = 0L
+
+  /** True once any timestamp has been seen (an event or not). */
+  def hasTime: Boolean = seenAny
+
+  /** The largest timestamp seen; only meaningful when [[hasTime]]. */
+  def now: Long = nowTs
+
+  /** Number of buckets held. */
+  def bucketCount: Int = {
+    var n = 0
+    var level = 0
+    while (level <= topLevel) { n += ringSize(level); level += 1 }
+    n
+  }
+
+  /** Sum of the counts of all buckets held (the oldest may straddle the window edge). */
+  def total: Long = bucketTotal
+
+  /**
+   * Observes one row: moves `now` forward to `ts` (whether or not it is an event), expires
+   * buckets that left the window and, if `isEvent`, counts one event at `ts`.
+   *
+   * An event older than the window is dropped. An event inside the window but older than
+   * the newest one already counted cannot be placed in a time-ordered histogram: it throws
+   * [[OutOfOrderEventException]] rather than give a wrong count.
+   */
+  def update(ts: Long, isEvent: Boolean): Unit = {
+    advanceTo(ts)
+    if (isEvent && !isExpired(ts)) {
+      if (topLevel >= 0) {
+        val newest = newestTs(slot(0, ringSize(0) - 1))
+        if (ts < newest) throw new OutOfOrderEventException(ts, newest)
+      }
+      push(0, ts, ts)
+      bucketTotal += 1
+      cascade()
+    }
+  }
+
+  /** Moves `now` to `ts` if it is later, and expires what left the window. */
+  def advanceTo(ts: Long): Unit = {
+    if (!seenAny || ts > nowTs) {
+      nowTs = ts
+      seenAny = true
+      expire()
+    }
+  }
+
+  /** The estimate: exact unless the oldest bucket straddles the window edge. */
+  def estimate: Long =
+    if (oldestStraddles) bucketTotal - (oldestCount >> 1) else bucketTotal
+
+  /** A certified lower bound of the exact count. */
+  def lowerBound: Long =
+    if (oldestStraddles) bucketTotal - oldestCount + 1 else bucketTotal
+
+  /** A certified upper bound of the exact count. */
+  def upperBound: Long =
+    if (oldestStraddles) bucketTotal - 1 else bucketTotal
+
+  /**
+   * The estimate the seed's article computes, `ceil(total - last/2)`, kept for comparison
+   * in tests and benchmarks only.
+   */
+  def seedEstimate: Long =
+    if (topLevel < 0) 0L else bucketTotal - (oldestCount >> 1)
+
+  /**
+   * Merges `other` into this histogram when one side holds no events (only a `now`), the
+   * one case a time-ordered histogram can merge exactly. Two histograms that both hold
+   * events throw [[UnmergeableStateException]].
+   */
+  def merge(other: ExponentialHistogram): Unit = {
+    ExponentialHistogram.checkCompatible(this, other)
+    if (other.topLevel >= 0) {
+      if (topLevel >= 0) throw new UnmergeableStateException()
+      val (hadTime, myNow) = (seenAny, nowTs)
+      copyBucketsFrom(other)
+      seenAny = other.seenAny
+      nowTs = other.nowTs
+      if (hadTime) advanceTo(myNow)
+    } else if (other.seenAny) {
+      advanceTo(other.nowTs)
+    }
+  }
+
+  /**
+   * Visits the buckets from newest to oldest as (newest timestamp, oldest timestamp,
+   * count); used by the binary format and by tests.
+   */
+  def foreachBucket(f: (Long, Long, Long) => Unit): Unit = {
+    var level = 0
+    while (level <= topLevel) {
+      val count = 1L << level
+      var i = ringSize(level) - 1
+      while (i >= 0) {
+        val s = slot(level, i)
+        f(newestTs(s), oldestTs(s), count)
+        i -= 1
+      }
+      level += 1
+    }
+  }
+
+  /** Level sizes from level 0 up, for the binary format. */
+  def levelSizes: Array[Int] = java.util.Arrays.copyOf(ringSize, topLevel + 1)
+
+  /**
+   * Rebuilds the state from decoded parts. `sizes(level)` buckets per level; `newest` and
+   * `oldest` list the buckets from newest to oldest. The caller has validated them.
+   */
+  private[core] def restore(
+      hasTime: Boolean, now: Long, sizes: Array[Int], newest: Array[Long],
+      oldest: Array[Long]): Unit = {
+    clear()
+    seenAny = hasTime
+    nowTs = now
+    var b = 0
+    var level = 0
+    while (level < sizes.length) {
+      ensureLevel(level)
+      // Within a level, ring index 0 is the oldest; the input runs newest first.
+      var i = sizes(level) - 1
+      while (i >= 0) {
+        val s = slot(level, i)
+        newestTs(s) = newest(b)
+        oldestTs(s) = oldest(b)
+        b += 1
+        i -= 1
+      }
+      ringStart(level) = 0
+      ringSize(level) = sizes(level)
+      bucketTotal += sizes(level).toLong << level
+      level += 1
+    }
+    topLevel = sizes.length - 1
+  }
+
+  private def clear(): Unit = {
+    java.util.Arrays.fill(ringSize, 0)
+    java.util.Arrays.fill(ringStart, 0)
+    topLevel = -1
+    bucketTotal = 0L
+  }
+
+  private def copyBucketsFrom(other: ExponentialHistogram): Unit = {
+    val sizes = other.levelSizes
+    val n = sizes.sum
+    val newest = new Array[Long](n)
+    val oldest = new Array[Long](n)
+    var b = 0
+    other.foreachBucket { (nt, ot, _) => newest(b) = nt; oldest(b) = ot; b += 1 }
+    restore(other.seenAny, other.nowTs, sizes, newest, oldest)
+  }
+
+  /** now - ts >= window, with the difference taken as unsigned so it cannot overflow. */
+  private def isExpired(ts: Long): Boolean =
+    java.lang.Long.compareUnsigned(nowTs - ts, window) >= 0
+
+  private def oldestCount: Long = 1L << topLevel
+
+  private def oldestStraddles: Boolean =
+    topLevel > 0 && isExpired(oldestTs(ringStart(topLevel) + topLevel * mergeAt))
+
+  private def expire(): Unit = {
+    while (topLevel >= 0 && isExpired(newestTs(topLevel * mergeAt + ringStart(topLevel)))) {
+      ringStart(topLevel) = (ringStart(topLevel) + 1) % mergeAt
+      ringSize(topLevel) -= 1
+      bucketTotal -= 1L << topLevel
+      if (ringSize(topLevel) == 0) {
+        ringStart(topLevel) = 0
+        topLevel -= 1
+      }
+    }
+  }
+
+  /** Merges the two oldest buckets of each full level into the next level, cascading. */
+  private def cascade(): Unit = {
+    var level = 0
+    while (ringSize(level) == mergeAt) {
+      val older = slot(level, 0)
+      val newer = slot(level, 1)
+      val mergedNewest = newestTs(newer)
+      val mergedOldest = oldestTs(older)
+      ringStart(level) = (ringStart(level) + 2) % mergeAt
+      ringSize(level) -= 2
+      push(level + 1, mergedNewest, mergedOldest)
+      level += 1
+    }
+  }
+
+  /** Appends a bucket as the newest of `level`. */
+  private def push(level: Int, newest: Long, oldest: Long): Unit = {
+    ensureLevel(level)
+    val s = slot(level, ringSize(level))
+    newestTs(s) = newest
+    oldestTs(s) = oldest
+    ringSize(level) += 1
+    if (level > topLevel) topLevel = level
+  }
+
+  /** Flat index of the i-th oldest bucket of `level`. */
+  private def slot(level: Int, i: Int): Int = {
+    val pos = ringStart(level) + i
+    level * mergeAt + (if (pos >= mergeAt) pos - mergeAt else pos)
+  }
+
+  private def ensureLevel(level: Int): Unit = {
+    if (level >= allocatedLevels) {
+      if (level >= ExponentialHistogram.MaxLevels) {
+        throw new IllegalStateException(s"more than 2^${ExponentialHistogram.MaxLevels} events")
+      }
+      val levels = math.min(ExponentialHistogram.MaxLevels, math.max(4, 2 * (level + 1)))
+      newestTs = java.util.Arrays.copyOf(newestTs, levels * mergeAt)
+      oldestTs = java.util.Arrays.copyOf(oldestTs, levels * mergeAt)
+      ringStart = java.util.Arrays.copyOf(ringStart, levels)
+      ringSize = java.util.Arrays.copyOf(ringSize, levels)
+      allocatedLevels = levels
+    }
+  }
+}
+
+object ExponentialHistogram {
+  /** Bucket counts are powers of two below 2^62, so the total fits a long. */
+  val MaxLevels = 62
+  /** Below this eps a window's buckets would outnumber the events of most windows. */
+  val MinEps = 1e-4
+
+  def checkParameters(window: Long, eps: Double): Unit = {
+    require(window > 0, s"window must be positive, got $window")
+    require(eps >= MinEps && eps < 1.0, s"eps must be in [$MinEps, 1), got $eps")
+  }
+
+  def checkCompatible(a: ExponentialHistogram, b: ExponentialHistogram): Unit = {
+    if (a.window != b.window || a.eps != b.eps) {
+      throw new IncompatibleSketchException(a.window, a.eps, b.window, b.eps)
+    }
+  }
+}
+
+/** An interesting event arrived older than one already counted. */
+final class OutOfOrderEventException(val ts: Long, val newest: Long)
+  extends IllegalArgumentException(
+    s"an event at ts=$ts arrived after an event at ts=$newest; this version counts events " +
+      "that arrive in ascending time order only")
+
+/** Two partial states that both hold events cannot be merged by a time-ordered histogram. */
+final class UnmergeableStateException
+  extends UnsupportedOperationException(
+    "two partial states that both hold events cannot be merged yet: the time-ordered " +
+      "histogram needs every event of a group in one ordered pass")
+
+/** Two sketches of different window or eps. */
+final class IncompatibleSketchException(w1: Long, e1: Double, w2: Long, e2: Double)
+  extends IllegalArgumentException(
+    s"cannot combine sketches of different parameters: window=$w1, eps=$e1 versus " +
+      s"window=$w2, eps=$e2")

@@ -1,0 +1,39 @@
+package windowsketch.core
+
+import java.nio.ByteBuffer
+
+/**
+ * Runs a whole stream through a histogram in one call and reports every row, for tests,
+ * the demo and benchmarks driven from Python over py4j (one call per row would measure
+ * py4j, not the sketch). Streams travel as packed big-endian arrays.
+ */
+object Replay {
+  /** Longs reported per row by [[run]]. */
+  val Columns = 6
+
+  /**
+   * @param timestamps one big-endian long per row
+   * @param events     one byte per row: 1 an event, 0 not
+   * @param withSizes  also serialize the state after each row that changed it (slower)
+   * @return per row: estimate, lower bound, upper bound, the seed's estimate, bucket count
+   *         and serialized bytes (0 unless `withSizes`), as big-endian longs
+   */
+  def run(window: Long, eps: Double, timestamps: Array[Byte], events: Array[Byte],
+      withSizes: Boolean): Array[Byte] = {
+    require(timestamps.length == 8 * events.length, "one 8-byte timestamp per event byte")
+    val h = new ExponentialHistogram(window, eps)
+    val in = ByteBuffer.wrap(timestamps)
+    val out = ByteBuffer.allocate(8 * Columns * events.length)
+    var bytes = SketchFormat.serialize(h).length.toLong
+    var i = 0
+    while (i < events.length) {
+      h.update(in.getLong(), events(i) != 0)
+      if (withSizes) bytes = SketchFormat.serialize(h).length
+      out.putLong(h.estimate).putLong(h.lowerBound).putLong(h.upperBound)
+        .putLong(h.seedEstimate).putLong(h.bucketCount).putLong(if (withSizes) bytes else 0L)
+      i += 1
+    }
+    out.array()
+  }
+
+}

@@ -1,0 +1,177 @@
+package windowsketch.core
+
+/**
+ * The binary format of a sketch, documented in docs/format.md. Every read is validated:
+ * bytes that are truncated, corrupted, foreign or of another version raise
+ * [[CorruptSketchException]], never a wrong count.
+ */
+object SketchFormat {
+  val Magic: Byte = 0x57 // 'W'
+  val Version: Byte = 1
+  /** Kind byte: the time-ordered exponential histogram of event counts. */
+  val KindHistogram: Byte = 1
+
+  private val FlagHasTime = 1
+
+  def serialize(h: ExponentialHistogram): Array[Byte] = {
+    val out = new ByteWriter(32 + 10 * h.bucketCount)
+    out.byte(Magic)
+    out.byte(Version)
+    out.byte(KindHistogram)
+    out.varint(h.window)
+    out.long(java.lang.Double.doubleToLongBits(h.eps))
+    out.byte(if (h.hasTime) FlagHasTime else 0)
+    out.long(h.now)
+    val sizes = h.levelSizes
+    out.varint(sizes.length)
+    sizes.foreach(s => out.varint(s))
+    // Timestamps run newest to oldest, each stored as the (unsigned) step back from the
+    // previous one, starting at now: small numbers, short varints.
+    var previous = h.now
+    h.foreachBucket { (newest, oldest, _) =>
+      out.varint(previous - newest)
+      out.varint(newest - oldest)
+      previous = oldest
+    }
+    out.result()
+  }
+
+  def deserialize(bytes: Array[Byte]): ExponentialHistogram = {
+    if (bytes == null) throw new CorruptSketchException("the sketch is NULL")
+    val in = new ByteReader(bytes)
+    if (bytes.length == 0 || in.byte() != Magic) {
+      throw new CorruptSketchException("the bytes are not a windowsketch sketch (bad magic byte)")
+    }
+    val version = in.byte()
+    if (version != Version) {
+      throw new CorruptSketchException(
+        s"format version $version is not supported (this build reads version $Version)")
+    }
+    val kind = in.byte()
+    if (kind != KindHistogram) throw new CorruptSketchException(s"unknown sketch kind $kind")
+    val window = in.varint()
+    val eps = java.lang.Double.longBitsToDouble(in.long())
+    if (window <= 0 || !(eps >= ExponentialHistogram.MinEps && eps < 1.0)) {
+      throw new CorruptSketchException(s"invalid parameters window=$window, eps=$eps")
+    }
+    val flags = in.byte()
+    if ((flags & ~FlagHasTime) != 0) throw new CorruptSketchException(s"unknown flags $flags")
+    val hasTime = (flags & FlagHasTime) != 0
+    val now = in.long()
+    val h = new ExponentialHistogram(window, eps)
+    val levels = in.varint()
+    if (levels < 0 || levels > ExponentialHistogram.MaxLevels || (levels > 0 && !hasTime)) {
+      throw new CorruptSketchException(s"invalid level count $levels")
+    }
+    val sizes = new Array[Int](levels.toInt)
+    var n = 0
+    var level = 0
+    while (level < sizes.length) {
+      val size = in.varint()
+      // A kept level holds between 1 and mergeAt - 1 buckets.
+      if (size < 1 || size >= h.mergeAt) {
+        throw new CorruptSketchException(s"invalid bucket count $size at level $level")
+      }
+      sizes(level) = size.toInt
+      n += size.toInt
+      level += 1
+    }
+    val newest = new Array[Long](n)
+    val oldest = new Array[Long](n)
+    // Ages (now - ts, unsigned) only grow from one timestamp to the next.
+    val maxAge = now - Long.MinValue
+    var age = 0L
+    var b = 0
+    while (b < n) {
+      age = olderAge(age, in.varint(), maxAge)
+      if (java.lang.Long.compareUnsigned(age, window) >= 0) {
+        throw new CorruptSketchException("a bucket lies outside the window")
+      }
+      newest(b) = now - age
+      val span = in.varint()
+      if (b < sizes(0) && span != 0) {
+        throw new CorruptSketchException("a single-event bucket spans more than one timestamp")
+      }
+      age = olderAge(age, span, maxAge)
+      oldest(b) = now - age
+      b += 1
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    h.restore(hasTime, now, sizes, newest, oldest)
+    h
+  }
+
+  private def olderAge(age: Long, step: Long, maxAge: Long): Long = {
+    val older = age + step
+    if (java.lang.Long.compareUnsigned(older, age) < 0 ||
+        java.lang.Long.compareUnsigned(older, maxAge) > 0) {
+      throw new CorruptSketchException("timestamps out of range")
+    }
+    older
+  }
+}
+
+/** Sketch bytes that cannot be read. */
+final class CorruptSketchException(message: String)
+  extends IllegalArgumentException(s"invalid sketch bytes: $message")
+
+private[core] final class ByteWriter(initial: Int) {
+  private[this] var buf = new Array[Byte](math.max(16, initial))
+  private[this] var pos = 0
+
+  private def ensure(n: Int): Unit =
+    if (pos + n > buf.length) buf = java.util.Arrays.copyOf(buf, math.max(buf.length * 2, pos + n))
+
+  def byte(b: Int): Unit = { ensure(1); buf(pos) = b.toByte; pos += 1 }
+
+  def long(v: Long): Unit = {
+    ensure(8)
+    var i = 7
+    while (i >= 0) { buf(pos) = (v >>> (8 * i)).toByte; pos += 1; i -= 1 }
+  }
+
+  /** Unsigned LEB128: seven bits a byte, low bits first. */
+  def varint(v: Long): Unit = {
+    ensure(10)
+    var rest = v
+    while ((rest & ~0x7FL) != 0) { buf(pos) = ((rest & 0x7F) | 0x80).toByte; pos += 1; rest >>>= 7 }
+    buf(pos) = rest.toByte
+    pos += 1
+  }
+
+  def result(): Array[Byte] = java.util.Arrays.copyOf(buf, pos)
+}
+
+private[core] final class ByteReader(bytes: Array[Byte]) {
+  private[this] var pos = 0
+
+  def atEnd: Boolean = pos == bytes.length
+
+  def byte(): Byte = {
+    if (pos >= bytes.length) throw new CorruptSketchException("truncated")
+    val b = bytes(pos)
+    pos += 1
+    b
+  }
+
+  def long(): Long = {
+    var v = 0L
+    var i = 0
+    while (i < 8) { v = (v << 8) | (byte() & 0xFF); i += 1 }
+    v
+  }
+
+  def varint(): Long = {
+    var v = 0L
+    var shift = 0
+    var b = 0
+    do {
+      if (shift > 63) throw new CorruptSketchException("varint too long")
+      b = byte()
+      if (shift == 63 && (b & 0x7E) != 0) throw new CorruptSketchException("varint overflows")
+      v |= (b & 0x7FL) << shift
+      shift += 7
+    } while ((b & 0x80) != 0)
+    v
+  }
+}
