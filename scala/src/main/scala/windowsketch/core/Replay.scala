@@ -36,4 +36,15 @@ object Replay {
     out.array()
   }
 
+
+  /** A new histogram, for callers that cannot reach constructors (py4j with spark.jars). */
+  def histogram(window: Long, eps: Double): ExponentialHistogram =
+    new ExponentialHistogram(window, eps)
+
+  /** The buckets of `h`, newest first, as (newest ts, oldest ts, count) triples. */
+  def buckets(h: ExponentialHistogram): Array[Long] = {
+    val out = Array.newBuilder[Long]
+    h.foreachBucket { (newest, oldest, count) => out += newest; out += oldest; out += count }
+    out.result()
+  }
 }

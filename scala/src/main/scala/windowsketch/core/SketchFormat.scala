@@ -33,20 +33,23 @@ object SketchFormat {
       out.varint(newest - oldest)
       previous = oldest
     }
+    out.checksum()
     out.result()
   }
 
   def deserialize(bytes: Array[Byte]): ExponentialHistogram = {
     if (bytes == null) throw new CorruptSketchException("the sketch is NULL")
-    val in = new ByteReader(bytes)
-    if (bytes.length == 0 || in.byte() != Magic) {
+    if (bytes.length == 0 || bytes(0) != Magic) {
       throw new CorruptSketchException("the bytes are not a windowsketch sketch (bad magic byte)")
     }
-    val version = in.byte()
-    if (version != Version) {
+    if (bytes.length < 2 || bytes(1) != Version) {
+      val version = if (bytes.length < 2) "missing" else bytes(1).toString
       throw new CorruptSketchException(
         s"format version $version is not supported (this build reads version $Version)")
     }
+    // The checksum catches what structural checks cannot: a flipped bit in a timestamp.
+    val in = new ByteReader(bytes, verifiedLength(bytes))
+    in.skip(2) // magic and version, checked above
     val kind = in.byte()
     if (kind != KindHistogram) throw new CorruptSketchException(s"unknown sketch kind $kind")
     val window = in.varint()
@@ -68,8 +71,10 @@ object SketchFormat {
     var level = 0
     while (level < sizes.length) {
       val size = in.varint()
-      // A kept level holds between 1 and mergeAt - 1 buckets.
-      if (size < 1 || size >= h.mergeAt) {
+      // Every level holds fewer than mergeAt buckets; those below the top at least
+      // ceil(k/2), which the error bound relies on.
+      val least = if (level == sizes.length - 1) 1 else h.mergeAt - 2
+      if (size < least || size >= h.mergeAt) {
         throw new CorruptSketchException(s"invalid bucket count $size at level $level")
       }
       sizes(level) = size.toInt
@@ -99,6 +104,21 @@ object SketchFormat {
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
     h.restore(hasTime, now, sizes, newest, oldest)
     h
+  }
+
+  /** The length of `bytes` before its trailing CRC-32, which must match. */
+  def verifiedLength(bytes: Array[Byte]): Int = {
+    val n = bytes.length - 4
+    if (n < 2) throw new CorruptSketchException("truncated")
+    val crc = new java.util.zip.CRC32()
+    crc.update(bytes, 0, n)
+    var stored = 0L
+    var i = n
+    while (i < bytes.length) { stored = (stored << 8) | (bytes(i) & 0xFF); i += 1 }
+    if (stored != crc.getValue) {
+      throw new CorruptSketchException("checksum mismatch (truncated or corrupted bytes)")
+    }
+    n
   }
 
   private def olderAge(age: Long, step: Long, maxAge: Long): Long = {
@@ -139,16 +159,29 @@ private[core] final class ByteWriter(initial: Int) {
     pos += 1
   }
 
+  /** Appends the CRC-32 of everything written so far. */
+  def checksum(): Unit = {
+    val crc = new java.util.zip.CRC32()
+    crc.update(buf, 0, pos)
+    val value = crc.getValue
+    ensure(4)
+    var i = 3
+    while (i >= 0) { buf(pos) = (value >>> (8 * i)).toByte; pos += 1; i -= 1 }
+  }
+
   def result(): Array[Byte] = java.util.Arrays.copyOf(buf, pos)
 }
 
-private[core] final class ByteReader(bytes: Array[Byte]) {
+/** Reads `bytes` up to `end`. */
+private[core] final class ByteReader(bytes: Array[Byte], end: Int) {
   private[this] var pos = 0
 
-  def atEnd: Boolean = pos == bytes.length
+  def atEnd: Boolean = pos == end
+
+  def skip(n: Int): Unit = { if (pos + n > end) throw new CorruptSketchException("truncated"); pos += n }
 
   def byte(): Byte = {
-    if (pos >= bytes.length) throw new CorruptSketchException("truncated")
+    if (pos >= end) throw new CorruptSketchException("truncated")
     val b = bytes(pos)
     pos += 1
     b

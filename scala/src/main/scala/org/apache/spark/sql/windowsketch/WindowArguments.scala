@@ -113,7 +113,13 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
 
   def epsValue(eps: Expression): Either[TypeCheckResult, Double] = {
     if (!eps.dataType.isInstanceOf[NumericType] && eps.dataType != NullType) {
-      return Left(unexpectedType(3, "a numeric type", eps))
+      return Left(DataTypeMismatch(
+        errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
+        messageParameters = Map(
+          "msg" -> (s"The ${toSQLId("eps")} must be a numeric constant in " +
+            s"[${ExponentialHistogram.MinEps}, 1), but ${toSQLExpr(eps)} has the type " +
+            toSQLType(eps.dataType)),
+          "hint" -> "")))
     }
     if (!eps.foldable) return Left(nonFoldable("eps", eps))
     val value = Cast(eps, DoubleType).eval()

@@ -1,0 +1,85 @@
+"""One SparkSession for the whole run, with windowsketch configured, plus stream helpers."""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+
+
+def _rebuild_stale_jar() -> None:
+    """In a source checkout, rebuild the jar if scala/ changed since the install built it."""
+    sys.path.insert(0, os.path.join(ROOT, "scala"))
+    try:
+        import build_jar
+    finally:
+        sys.path.pop(0)
+    import windowsketch
+
+    jars = glob.glob(os.path.join(ROOT, "python", "windowsketch", "jars", "*.jar"))
+    if jars and os.path.realpath(windowsketch.jar_path()) == os.path.realpath(jars[0]) \
+            and not build_jar.is_up_to_date(jars[0]):
+        build_jar.build(jars[0], windowsketch.__version__)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+
+    import windowsketch
+
+    _rebuild_stale_jar()
+    builder = (SparkSession.builder.master("local[2]").appName("windowsketch-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.session.timeZone", "UTC"))
+    session = windowsketch.configure(builder).getOrCreate()
+    session.sparkContext.setLogLevel("OFF")
+    yield session
+    session.stop()
+
+
+class Histograms:
+    """Drives the core histogram from Python through the bulk Replay entry point."""
+
+    def __init__(self, spark):
+        from windowsketch import _scala_object
+
+        self.replay = _scala_object(spark, "windowsketch.core.Replay")
+        self.format = _scala_object(spark, "windowsketch.core.SketchFormat")
+
+    def run(self, window: int, eps: float, ts, events, with_sizes: bool = False):
+        """Per row: estimate, lower, upper, seed estimate, buckets, bytes (int64 columns)."""
+        ts = np.asarray(ts, dtype=">i8")
+        events = np.asarray(events, dtype=np.uint8)
+        packed = self.replay.run(window, float(eps), ts.tobytes(), events.tobytes(), with_sizes)
+        out = np.frombuffer(bytes(packed), dtype=">i8").astype(np.int64)
+        return out.reshape(len(events), self.replay.Columns())
+
+    def new(self, window: int, eps: float):
+        return self.replay.histogram(window, float(eps))
+
+    def buckets(self, histogram):
+        flat = list(self.replay.buckets(histogram))
+        return [tuple(flat[i:i + 3]) for i in range(0, len(flat), 3)]
+
+
+@pytest.fixture(scope="session")
+def histograms(spark):
+    return Histograms(spark)
+
+
+def exact_counts(ts, events, window: int) -> np.ndarray:
+    """Brute force over sorted ts: events j <= i with ts_j in (ts_i - window, ts_i]."""
+    ts = np.asarray(ts, dtype=np.int64)
+    prefix = np.concatenate([[0], np.cumsum(np.asarray(events, dtype=np.int64))])
+    # ts_i - window, where that does not wrap below the smallest long (then nothing expired).
+    no_expiry = ts < np.iinfo(np.int64).min + window
+    edge = np.where(no_expiry, 0, ts - np.where(no_expiry, 0, window))
+    lo = np.where(no_expiry, 0, np.searchsorted(ts, edge, side="right"))
+    return prefix[1:] - prefix[lo]

@@ -1,0 +1,149 @@
+"""approx_window_count in SQL window frames, against Spark's exact frames on every row."""
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pytest
+
+from conftest import exact_counts
+
+ROWS = 12_000
+
+
+def bursty_events(rng, n):
+    """Bernoulli background with dense bursts, so buckets straddle the window edge."""
+    events = rng.random(n) < 0.2
+    for start in rng.integers(0, n, 15):
+        events[start:start + int(rng.integers(50, 600))] = True
+    return events
+
+
+@pytest.fixture(scope="module")
+def events_table(spark):
+    """Three keys; integral positions with gaps and duplicates; timestamps in seconds."""
+    rng = np.random.default_rng(11)
+    keys = rng.integers(0, 3, ROWS)
+    pos = np.cumsum(rng.choice([0, 1, 1, 1, 2, 4], ROWS))
+    events = bursty_events(rng, ROWS)
+    base = datetime.datetime(2024, 3, 1)
+    rows = [(int(k), i, int(p), base + datetime.timedelta(seconds=int(p)), bool(e))
+            for i, (k, p, e) in enumerate(zip(keys, pos, events))]
+    df = spark.createDataFrame(rows, "key INT, id INT, pos BIGINT, ts TIMESTAMP, v BOOLEAN")
+    df.createOrReplaceTempView("events")
+    return df
+
+
+def assert_within_bound(rows, eps, approx="approx", exact="exact", min_peak=200):
+    worst = 0.0
+    for r in rows:
+        a, e = r[approx], r[exact]
+        assert abs(a - e) <= eps * e, f"row {r}: |{a} - {e}| > {eps} * {e}"
+        if e:
+            worst = max(worst, abs(a - e) / e)
+    assert max(r[exact] for r in rows) >= min_peak, "the test should reach counts that merge"
+    return worst
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.01])
+def test_bigint_positions_match_exact_range_frame(spark, events_table, eps):
+    rows = spark.sql(f"""
+        SELECT approx_window_count(v, pos, 5000, {eps})
+                 OVER (PARTITION BY key ORDER BY pos) AS approx,
+               count_if(v) OVER (PARTITION BY key ORDER BY pos
+                                 RANGE BETWEEN 4999 PRECEDING AND CURRENT ROW) AS exact
+        FROM events""").collect()
+    assert len(rows) == ROWS
+    assert_within_bound(rows, eps)
+
+
+@pytest.mark.parametrize("window, eps", [("INTERVAL 90 MINUTES", 0.05), ("'3 hours'", 0.01)])
+def test_timestamps_match_exact_range_frame(spark, events_table, window, eps):
+    interval = window.strip("'") if window.startswith("'") else window[len("INTERVAL "):]
+    rows = spark.sql(f"""
+        SELECT approx_window_count(v, ts, {window}, {eps})
+                 OVER (PARTITION BY key ORDER BY ts) AS approx,
+               count_if(v) OVER (PARTITION BY key ORDER BY ts
+                                 RANGE BETWEEN INTERVAL '{interval}' PRECEDING AND CURRENT ROW)
+                 AS exact
+        FROM events""").collect()
+    assert_within_bound(rows, eps)
+
+
+def test_timestamp_window_includes_its_left_edge(spark):
+    rows = spark.sql("""
+        SELECT approx_window_count(v, ts, INTERVAL 10 MINUTES) OVER (ORDER BY ts) AS n
+        FROM VALUES (true, TIMESTAMP'2024-01-01 10:00:00'),
+                    (true, TIMESTAMP'2024-01-01 10:10:00'),
+                    (false, TIMESTAMP'2024-01-01 10:10:00.000001') AS t(v, ts)
+        ORDER BY ts""").collect()
+    assert [r.n for r in rows] == [1, 2, 1]
+
+
+@pytest.mark.parametrize("ts_expr, window, exact_range", [
+    ("CAST(pos AS INT)", "5000", "4999"),
+    ("CAST(pos AS SMALLINT)", "CAST(5000 AS SMALLINT)", "4999"),
+    ("CAST(ts AS TIMESTAMP_NTZ)", "INTERVAL 1 HOUR", "INTERVAL 1 HOUR"),
+    ("CAST(ts AS DATE)", "INTERVAL 1 DAY", "INTERVAL 1 DAY"),
+])
+def test_every_time_type(spark, events_table, ts_expr, window, exact_range):
+    rows = spark.sql(f"""
+        SELECT approx_window_count(CAST(v AS INT), t, {window}, 0.05)
+                 OVER (PARTITION BY key ORDER BY t) AS approx,
+               count_if(v) OVER (PARTITION BY key ORDER BY t
+                                 RANGE BETWEEN {exact_range} PRECEDING AND CURRENT ROW) AS exact
+        FROM (SELECT *, {ts_expr} AS t FROM events)""").collect()
+    assert_within_bound(rows, 0.05, min_peak=100)
+
+
+def test_rows_frame_counts_rows_up_to_the_current_one(spark, events_table):
+    eps = 0.05
+    rows = spark.sql(f"""
+        SELECT key, pos, v, approx_window_count(v, pos, 3000, {eps}) OVER (
+                 PARTITION BY key ORDER BY pos, id
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS approx
+        FROM events ORDER BY key, pos, id""").collect()
+    for key in range(3):
+        part = [r for r in rows if r.key == key]
+        exact = exact_counts([r.pos for r in part], [r.v for r in part], 3000)
+        merged = [{"approx": r.approx, "exact": int(e)} for r, e in zip(part, exact)]
+        assert_within_bound(merged, eps, min_peak=150)
+
+
+def test_nulls(spark):
+    rows = spark.sql("""
+        SELECT ts, approx_window_count(v, ts, 3) OVER (ORDER BY ts) AS n
+        FROM VALUES (NULL, true), (1, true), (2, NULL), (3, true), (4, NULL), (7, NULL)
+          AS t(ts, v)
+        ORDER BY ts NULLS FIRST""").collect()
+    # NULL ts: ignored (nothing counted yet); NULL v: no event, but the window moves on.
+    assert [(r.ts, r.n) for r in rows] == [(None, 0), (1, 1), (2, 1), (3, 2), (4, 1), (7, 0)]
+
+
+def test_empty_input_counts_zero(spark):
+    assert spark.sql("SELECT approx_window_count(v, pos, 10) AS n FROM events WHERE false") \
+        .collect()[0].n == 0
+    assert spark.sql("SELECT approx_window_count(NULL, pos, 10) AS n FROM events WHERE id < 3") \
+        .collect()[0].n == 0
+
+
+def test_descending_order_is_a_clear_error(spark, events_table):
+    with pytest.raises(Exception, match="needs rows in ascending ts order"):
+        spark.sql("""SELECT approx_window_count(v, pos, 100) OVER (ORDER BY pos DESC)
+                     FROM events""").collect()
+
+
+def test_group_by_over_partitions_is_a_clear_error_not_a_wrong_count(spark, events_table):
+    # Each partition in time order, so the partial states build and their merge fails.
+    # (Adaptive execution would coalesce this small input into one partition: no merge.)
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+    try:
+        with pytest.raises(Exception, match="cannot merge partial results"):
+            spark.sql("""SELECT key, approx_window_count(v, pos, 100000) FROM
+                         (SELECT * FROM events DISTRIBUTE BY id SORT BY pos)
+                         GROUP BY key""").collect()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    with pytest.raises(Exception, match="needs rows in ascending ts order"):
+        spark.sql("""SELECT key, approx_window_count(v, pos, 100) FROM
+                     (SELECT * FROM events ORDER BY pos DESC) GROUP BY key""").collect()
