@@ -19,33 +19,34 @@ ColumnOrName = Union[Column, str]
 WindowSpec = Union[int, datetime.timedelta, str, Column]
 
 
-def _column(value: ColumnOrName, name: str) -> Column:
-    if isinstance(value, str):
-        return F.col(value)
-    if isinstance(value, Column):
-        return value
-    raise TypeError(f"`{name}` must be a column name or a Column, got {type(value).__name__}")
+def _check_column(value: ColumnOrName, name: str) -> None:
+    if not isinstance(value, (str, Column)):
+        raise TypeError(
+            f"`{name}` must be a column name or a Column, got {type(value).__name__}")
 
 
-def _window(window: WindowSpec) -> Column:
-    if isinstance(window, Column):
-        return window
-    if isinstance(window, bool) or not isinstance(window, (int, datetime.timedelta, str)):
+def _check_window(window: WindowSpec) -> None:
+    if isinstance(window, bool) or not isinstance(
+            window, (int, datetime.timedelta, str, Column)):
         raise TypeError(
             "`window` must be an int (positions, for an integral `ts`), a datetime.timedelta "
             "or an interval string such as '10 minutes' (for a timestamp `ts`), got "
             f"{window!r}")
-    # An int becomes an integral literal, a timedelta a DAY TO SECOND interval literal and a
-    # string an interval string: Spark checks each against the type of `ts`.
-    return F.lit(window)
 
 
-def _eps(eps: Union[float, Column]) -> Column:
-    if isinstance(eps, Column):
-        return eps
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+def _check_eps(eps: Union[float, Column]) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, Column)):
         raise TypeError(f"`eps` must be a number in [0.0001, 1), got {eps!r}")
-    return F.lit(float(eps))
+
+
+def _column(value: ColumnOrName) -> Column:
+    return F.col(value) if isinstance(value, str) else value
+
+
+def _literal(value) -> Column:
+    # An int becomes an integral literal, a timedelta a DAY TO SECOND interval and a string
+    # an interval string: Spark checks each against the type of `ts`.
+    return value if isinstance(value, Column) else F.lit(value)
 
 
 def approx_window_count(
@@ -108,5 +109,10 @@ def approx_window_count(
     |  4|     2|
     +---+------+
     """
+    _check_column(v, "v")
+    _check_column(ts, "ts")
+    _check_window(window)
+    _check_eps(eps)
     return F.call_function(
-        "approx_window_count", _column(v, "v"), _column(ts, "ts"), _window(window), _eps(eps))
+        "approx_window_count", _column(v), _column(ts), _literal(window),
+        _literal(eps if isinstance(eps, Column) else float(eps)))

@@ -16,9 +16,7 @@ object WindowSketch {
             s"${other.getClass.getName}; for Spark Connect set " +
             "spark.sql.extensions=windowsketch.spark.WindowSketchExtensions on the server")
     }
-    FunctionRegistrations.all.foreach { case (name, info, builder) =>
-      registry.registerFunction(name, info, builder)
-    }
+    FunctionRegistrations.registerIn(registry)
   }
 
   /** The SQL names of the functions [[register]] adds. */

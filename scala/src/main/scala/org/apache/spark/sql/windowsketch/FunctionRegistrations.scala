@@ -3,7 +3,7 @@ package org.apache.spark.sql.windowsketch
 import scala.reflect.ClassTag
 
 import org.apache.spark.sql.catalyst.FunctionIdentifier
-import org.apache.spark.sql.catalyst.analysis.FunctionRegistryBase
+import org.apache.spark.sql.catalyst.analysis.{FunctionRegistry, FunctionRegistryBase}
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo}
 
 /**
@@ -18,6 +18,16 @@ object FunctionRegistrations {
 
   val all: Seq[Registration] = Seq(
     registration[ApproxWindowCount](ApproxWindowCount.Name))
+
+  /**
+   * Adds every function to a live session's registry, under the qualified system name that
+   * functions injected by an extension get.
+   */
+  def registerIn(registry: FunctionRegistry): Unit =
+    all.foreach { case (name, info, builder) =>
+      registry.registerFunction(
+        FunctionRegistry.builtinFunctionIdentifier(name.funcName), info, builder)
+    }
 
   private def registration[T <: Expression : ClassTag](name: String): Registration = {
     val (info, builder) = FunctionRegistryBase.build[T](name, Some(Since))

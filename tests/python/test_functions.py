@@ -1,0 +1,108 @@
+"""The PySpark DataFrame function, and the package's session helpers."""
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+import windowsketch
+from windowsketch.functions import approx_window_count
+
+
+@pytest.fixture(scope="module")
+def df(spark):
+    base = datetime.datetime(2024, 1, 1)
+    rows = [(i % 2, i, base + datetime.timedelta(minutes=i), i % 3 != 1) for i in range(60)]
+    return spark.createDataFrame(rows, "key INT, pos BIGINT, ts TIMESTAMP, v BOOLEAN")
+
+
+def sql_counts(spark, df, ts, window):
+    df.createOrReplaceTempView("fn_events")
+    return [r.n for r in spark.sql(f"""
+        SELECT approx_window_count(v, {ts}, {window}, 0.01)
+                 OVER (PARTITION BY key ORDER BY {ts}) AS n
+        FROM fn_events ORDER BY key, {ts}""").collect()]
+
+
+def frame_counts(df, column, ts):
+    w = Window.partitionBy("key").orderBy(ts)
+    return [r.n for r in df.select("key", ts, column.over(w).alias("n"))
+            .orderBy("key", ts).collect()]
+
+
+@pytest.mark.parametrize("window", [datetime.timedelta(minutes=7), "7 minutes"])
+def test_time_windows_match_sql(spark, df, window):
+    expected = sql_counts(spark, df, "ts", "INTERVAL 7 MINUTES")
+    assert frame_counts(df, approx_window_count("v", "ts", window), "ts") == expected
+    assert frame_counts(df, approx_window_count(F.col("v"), F.col("ts"), window, eps=0.01),
+                        "ts") == expected
+    assert max(expected) > 2
+
+
+def test_position_window_matches_sql(spark, df):
+    expected = sql_counts(spark, df, "pos", "9")
+    assert frame_counts(df, approx_window_count("v", "pos", 9), "pos") == expected
+    assert frame_counts(df, approx_window_count("v", "pos", F.lit(9), F.lit(0.01)),
+                        "pos") == expected
+
+
+def test_group_by_on_one_ordered_partition(df):
+    row = df.coalesce(1).orderBy("pos").agg(approx_window_count("v", "pos", 10).alias("n"))
+    assert row.collect()[0].n == sum(1 for i in range(50, 60) if i % 3 != 1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"window": 2.5}, "`window` must be an int"),
+    ({"window": True}, "`window` must be an int"),
+    ({"window": None}, "`window` must be an int"),
+    ({"window": 5, "eps": "0.1"}, "`eps` must be a number"),
+    ({"window": 5, "eps": True}, "`eps` must be a number"),
+])
+def test_bad_python_arguments_raise_type_error(kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        approx_window_count("v", "pos", **kwargs)
+
+
+def test_bad_column_argument_raises_type_error():
+    with pytest.raises(TypeError, match="`ts` must be a column name or a Column"):
+        approx_window_count("v", 3, 10)
+
+
+def test_out_of_range_eps_is_reported_by_spark(df):
+    with pytest.raises(AnalysisException, match="`eps`"):
+        df.select(approx_window_count("v", "pos", 5, eps=0.0)).collect()
+
+
+def test_configure_keeps_existing_settings():
+    class Builder:
+        def __init__(self):
+            self._options = {"spark.jars": "/a.jar", "spark.sql.extensions": "x.Ext"}
+
+        def config(self, key, value):
+            self._options[key] = value
+            return self
+
+    builder = windowsketch.configure(windowsketch.configure(Builder()))
+    assert builder._options["spark.jars"] == f"/a.jar,{windowsketch.jar_path()}"
+    assert builder._options["spark.sql.extensions"] == f"x.Ext,{windowsketch.EXTENSIONS_CLASS}"
+
+
+def test_register_on_a_running_session(spark):
+    windowsketch.register(spark)
+    assert spark.sql("SELECT approx_window_count(true, 5, 3) AS n").collect()[0].n == 1
+
+
+def test_register_explains_a_missing_jar(spark):
+    with pytest.raises(RuntimeError, match="jar is not on this session's classpath"):
+        windowsketch._scala_object(spark, "windowsketch.spark.NoSuchObject")
+
+
+def test_register_refuses_a_connect_session():
+    class ConnectLike:
+        pass
+
+    with pytest.raises(RuntimeError, match="needs a classic SparkSession"):
+        windowsketch.register(ConnectLike())

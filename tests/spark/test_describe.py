@@ -1,0 +1,37 @@
+"""DESCRIBE FUNCTION documents every function, and its examples print what they claim."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+FUNCTIONS = ["approx_window_count"]
+
+
+def describe(spark, name: str) -> str:
+    return "\n".join(r[0] for r in spark.sql(f"DESCRIBE FUNCTION EXTENDED {name}").collect())
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_describe_shows_usage_arguments_and_examples(spark, name):
+    text = describe(spark, name)
+    for part in (f"Function: {name}", "Usage:", "Arguments:", "Examples:", "Since: 0.1.0"):
+        assert part in text
+    assert "No example" not in text
+
+
+def examples(text: str):
+    """(sql, expected output lines) for each '> SELECT ...;' in an Examples block."""
+    block = text.split("Examples:", 1)[1].split("Note:", 1)[0]
+    for chunk in re.split(r"\n\s*> ", "\n" + block)[1:]:
+        sql, *expected = [line.strip() for line in chunk.strip().splitlines()]
+        yield sql.rstrip(";"), [line for line in expected if line]
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_documented_examples_print_what_they_claim(spark, name):
+    found = list(examples(describe(spark, name)))
+    assert found
+    for sql, expected in found:
+        got = ["\t".join(str(v) for v in row) for row in spark.sql(sql).collect()]
+        assert got == [re.sub(r"\s*\t\s*", "\t", line) for line in expected], sql
