@@ -147,3 +147,20 @@ def test_group_by_over_partitions_is_a_clear_error_not_a_wrong_count(spark, even
     with pytest.raises(Exception, match="needs rows in ascending ts order"):
         spark.sql("""SELECT key, approx_window_count(v, pos, 100) FROM
                      (SELECT * FROM events ORDER BY pos DESC) GROUP BY key""").collect()
+
+
+def test_scala_functions_object(spark, events_table):
+    """windowsketch.spark.functions, the JVM DataFrame API, builds the same expression."""
+    from pyspark.sql.classic.column import Column
+    from pyspark.sql.window import Window
+
+    from windowsketch import _scala_object
+
+    scala_functions = _scala_object(spark, "windowsketch.spark.functions")
+    by_name = Column(scala_functions.approx_window_count("v", "pos", 5000, 0.05))
+    w = Window.partitionBy("key").orderBy("pos")
+    got = events_table.select(by_name.over(w).alias("n")).orderBy("key", "pos", "id")
+    expected = spark.sql("""
+        SELECT approx_window_count(v, pos, 5000, 0.05) OVER (PARTITION BY key ORDER BY pos) n
+        FROM events ORDER BY key, pos, id""")
+    assert [r.n for r in got.collect()] == [r.n for r in expected.collect()]
