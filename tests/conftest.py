@@ -44,8 +44,8 @@ def spark():
     session.stop()
 
 
-class Histograms:
-    """Drives the core histogram from Python through the bulk Replay entry point."""
+class Sketches:
+    """Drives the core sketches from Python through the bulk Replay entry points."""
 
     def __init__(self, spark):
         from windowsketch import _scala_object
@@ -55,23 +55,60 @@ class Histograms:
 
     def run(self, window: int, eps: float, ts, events, with_sizes: bool = False):
         """Per row: estimate, lower, upper, seed estimate, buckets, bytes (int64 columns)."""
-        ts = np.asarray(ts, dtype=">i8")
-        events = np.asarray(events, dtype=np.uint8)
-        packed = self.replay.run(window, float(eps), ts.tobytes(), events.tobytes(), with_sizes)
+        packed = self.replay.run(window, float(eps), _longs(ts), _flags(events), with_sizes)
         out = np.frombuffer(bytes(packed), dtype=">i8").astype(np.int64)
         return out.reshape(len(events), self.replay.Columns())
 
+    def run_any_order(self, window: int, eps: float, ts, events):
+        """Mergeable sketch, per row: estimate, lower, upper, nodes (int64 columns)."""
+        packed = self.replay.runAnyOrder(window, float(eps), _longs(ts), _flags(events))
+        out = np.frombuffer(bytes(packed), dtype=">i8").astype(np.int64)
+        return out.reshape(len(events), self.replay.AnyOrderColumns())
+
     def new(self, window: int, eps: float):
         return self.replay.histogram(window, float(eps))
+
+    def dyadic(self, window: int, eps: float, ts=(), events=()):
+        sketch = self.replay.dyadic(window, float(eps))
+        if len(ts):
+            self.replay.insertAll(sketch, _longs(ts), _flags(events))
+        return sketch
+
+    def invariant_problem(self, sketch):
+        return self.replay.invariantProblem(sketch)
+
+    def round_trip(self, sketch):
+        return self.format.deserialize(self.format.serialize(sketch))
+
+    def size(self, sketch) -> int:
+        return len(self.format.serialize(sketch))
 
     def buckets(self, histogram):
         flat = list(self.replay.buckets(histogram))
         return [tuple(flat[i:i + 3]) for i in range(0, len(flat), 3)]
 
 
+def _longs(values) -> bytes:
+    return np.asarray(values, dtype=">i8").tobytes()
+
+
+def _flags(values) -> bytes:
+    return np.asarray(values, dtype=np.uint8).tobytes()
+
+
 @pytest.fixture(scope="session")
-def histograms(spark):
-    return Histograms(spark)
+def sketches(spark):
+    return Sketches(spark)
+
+
+def exact_in_window(ts, events, window: int) -> int:
+    """Events with ts in (max(ts) - window, max(ts)], rows in any order."""
+    ts = np.asarray(ts, dtype=np.int64)
+    if len(ts) == 0:
+        return 0
+    now = int(ts.max())
+    inside = ts > now - window if now - window >= -2**63 else np.ones(len(ts), dtype=bool)
+    return int(np.sum(np.asarray(events, dtype=bool) & inside))
 
 
 def exact_counts(ts, events, window: int) -> np.ndarray:

@@ -59,7 +59,9 @@ def approx_window_count(
 
     Over a running window frame (``.over(Window.partitionBy(k).orderBy(ts))``) it gives,
     for every row, the number of rows whose ``v`` is true in the window that ends at that
-    row's ``ts``, in amortized O(1) time per row and O((1/eps) log N) memory.
+    row's ``ts``, in amortized O(1) time per row and O((1/eps) log N) memory. In
+    ``groupBy(k).agg(...)`` it gives each group's count in the window ending at the
+    group's largest ``ts``.
     Every result satisfies ``|result - exact| <= eps * exact``.
 
     Parameters
@@ -85,9 +87,10 @@ def approx_window_count(
 
     Notes
     -----
-    In this version rows must reach the aggregate in ascending ``ts`` order, as they do
-    in a window ordered by ``ts``; other orders and GROUP BY over rows spread across
-    partitions raise an error rather than return a wrong count.
+    Works in window frames, ``groupBy().agg()`` and Structured Streaming alike: rows may
+    arrive in any order and partial results merge without losing the guarantee. In a
+    running frame ordered by ``ts`` (the main use) each row costs O(1); other frames and
+    orders stay correct but evaluate a mergeable sketch per row.
 
     For the last N rows (a count-based window), number the rows with
     ``row_number()`` first and use that number as ``ts``.

@@ -11,57 +11,57 @@ STREAMS = [
 ]
 
 
-def build(histograms, window, eps, ts, events):
-    h = histograms.new(window, eps)
+def build(sketches, window, eps, ts, events):
+    h = sketches.new(window, eps)
     for t, e in zip(ts.tolist(), events.tolist()):
         h.update(t, e)
     return h
 
 
-def sketch_bytes(histograms, stream) -> bytes:
-    return bytes(histograms.format.serialize(build(histograms, *stream)))
+def sketch_bytes(sketches, stream) -> bytes:
+    return bytes(sketches.format.serialize(build(sketches, *stream)))
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["ones", "bernoulli", "extremes"])
-def test_round_trip_keeps_every_bucket(histograms, stream):
-    h = build(histograms, *stream)
-    back = histograms.format.deserialize(histograms.format.serialize(h))
-    assert histograms.buckets(back) == histograms.buckets(h)
+def test_round_trip_keeps_every_bucket(sketches, stream):
+    h = build(sketches, *stream)
+    back = sketches.format.deserialize(sketches.format.serialize(h))
+    assert sketches.buckets(back) == sketches.buckets(h)
     assert (back.estimate(), back.lowerBound(), back.upperBound(), back.now()) == \
         (h.estimate(), h.lowerBound(), h.upperBound(), h.now())
     # And it goes on from where it was.
     for x in (h, back):
         x.update(int(stream[2][-1]), True)
-    assert histograms.buckets(back) == histograms.buckets(h)
+    assert sketches.buckets(back) == sketches.buckets(h)
 
 
-def test_empty_sketch_round_trips(histograms):
-    back = histograms.format.deserialize(histograms.format.serialize(histograms.new(9, 0.2)))
+def test_empty_sketch_round_trips(sketches):
+    back = sketches.format.deserialize(sketches.format.serialize(sketches.new(9, 0.2)))
     assert back.estimate() == 0 and not back.hasTime()
 
 
-def assert_rejected(histograms, data: bytes):
+def assert_rejected(sketches, data: bytes):
     with pytest.raises(Exception, match="invalid sketch bytes"):
-        histograms.format.deserialize(data)
+        sketches.format.deserialize(data)
 
 
-def test_every_truncation_is_rejected(histograms):
-    data = sketch_bytes(histograms, STREAMS[1])
+def test_every_truncation_is_rejected(sketches):
+    data = sketch_bytes(sketches, STREAMS[1])
     for n in range(len(data)):
-        assert_rejected(histograms, data[:n])
+        assert_rejected(sketches, data[:n])
 
 
-def test_random_bit_flips_are_rejected(histograms):
+def test_random_bit_flips_are_rejected(sketches):
     rng = np.random.default_rng(2024)
     for stream in STREAMS:
-        data = bytearray(sketch_bytes(histograms, stream))
+        data = bytearray(sketch_bytes(sketches, stream))
         for _ in range(150):
             damaged = bytearray(data)
             for bit in rng.choice(8 * len(data), size=int(rng.integers(1, 4)), replace=False):
                 damaged[bit // 8] ^= 1 << (bit % 8)
-            assert_rejected(histograms, bytes(damaged))
+            assert_rejected(sketches, bytes(damaged))
 
 
 @pytest.mark.parametrize("data", [b"", b"\x00", b"garbage that is not a sketch", b"W\x02rest"])
-def test_foreign_or_other_version_bytes_are_rejected(histograms, data):
-    assert_rejected(histograms, data)
+def test_foreign_or_other_version_bytes_are_rejected(sketches, data):
+    assert_rejected(sketches, data)

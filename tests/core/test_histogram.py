@@ -15,9 +15,9 @@ FIGURE3 = os.path.join(os.path.dirname(ROOT), "shared", "reference", "figure3.ts
 EPSILONS = [0.5, 0.2, 0.1, 0.05, 0.01, 0.001]
 
 
-def check_every_row(histograms, window, eps, ts, events):
+def check_every_row(sketches, window, eps, ts, events):
     """Asserts the contract on each row; returns the worst |error| / exact seen."""
-    out = histograms.run(window, eps, ts, events)
+    out = sketches.run(window, eps, ts, events)
     exact = exact_counts(ts, events, window)
     estimate, lower, upper, seed = out[:, 0], out[:, 1], out[:, 2], out[:, 3]
     error = np.abs(estimate - exact)
@@ -54,7 +54,7 @@ def ones_then_zeros(n):
 
 
 def gaps(rng, n, window):
-    """Time jumps of up to three windows: whole histograms expire at once."""
+    """Time jumps of up to three windows: whole sketches expire at once."""
     steps = np.where(rng.random(n) < 0.01, rng.integers(1, 3 * window + 2, n), 1)
     return np.cumsum(steps).astype(np.int64), rng.random(n) < 0.6
 
@@ -79,10 +79,10 @@ STREAMS = {
 @pytest.mark.parametrize("stream", sorted(STREAMS))
 @pytest.mark.parametrize("window", [1, 7, 100, 5000, 10**6])
 @pytest.mark.parametrize("eps", EPSILONS)
-def test_bound_on_every_row(histograms, stream, window, eps):
+def test_bound_on_every_row(sketches, stream, window, eps):
     rng = np.random.default_rng(hash((stream, window, eps)) % 2**32)
     ts, events = STREAMS[stream](rng, 20_000, window)
-    check_every_row(histograms, window, eps, ts, events)
+    check_every_row(sketches, window, eps, ts, events)
 
 
 @settings(derandomize=True, max_examples=300, deadline=None)
@@ -92,28 +92,28 @@ def test_bound_on_every_row(histograms, stream, window, eps):
     window=st.integers(1, 60),
     eps=st.sampled_from(EPSILONS),
 )
-def test_bound_on_generated_streams(histograms, steps, flags, window, eps):
+def test_bound_on_generated_streams(sketches, steps, flags, window, eps):
     ts = np.cumsum(steps).astype(np.int64)
-    check_every_row(histograms, window, eps, ts, np.array(flags[: len(ts)]))
+    check_every_row(sketches, window, eps, ts, np.array(flags[: len(ts)]))
 
 
-def test_window_edge_is_half_open(histograms):
+def test_window_edge_is_half_open(sketches):
     # Window (now - 10, now]: at now = 10 the event at 0 is out, the one at 1 is in.
-    out = histograms.run(10, 0.5, [0, 1, 10, 11], [1, 1, 0, 0])
+    out = sketches.run(10, 0.5, [0, 1, 10, 11], [1, 1, 0, 0])
     assert list(out[:, 0]) == [1, 2, 1, 0]
 
 
-def test_extreme_timestamps_do_not_overflow(histograms):
+def test_extreme_timestamps_do_not_overflow(sketches):
     low, high = -(2**63), 2**63 - 1
     ts = [low, low, low + 5, 0, high - 1, high]
-    check_every_row(histograms, 2**63 - 1, 0.1, np.array(ts), np.ones(6, dtype=bool))
-    check_every_row(histograms, 3, 0.1, np.array(ts), np.ones(6, dtype=bool))
+    check_every_row(sketches, 2**63 - 1, 0.1, np.array(ts), np.ones(6, dtype=bool))
+    check_every_row(sketches, 3, 0.1, np.array(ts), np.ones(6, dtype=bool))
 
 
-def test_semantics_case_where_the_seed_breaks_its_bound(histograms):
+def test_semantics_case_where_the_seed_breaks_its_bound(sketches):
     # eps = 0.1: k = 10, merges at 7 equal buckets. After 7 events the oldest bucket holds
     # 2 events, both inside the window, behind 5 single events.
-    out = histograms.run(100, 0.1, list(range(1, 8)), [1] * 7)
+    out = sketches.run(100, 0.1, list(range(1, 8)), [1] * 7)
     estimate, seed = out[-1, 0], out[-1, 3]
     assert seed == 6 and abs(seed - 7) / 7 > 0.1  # the seed: 14% off with eps = 10%
     assert estimate == 7
@@ -125,13 +125,13 @@ def read_figure3():
     return list(csv.DictReader(rows, delimiter="\t"))
 
 
-def test_figure3_bucket_for_bucket(histograms):
-    h = histograms.new(7, 0.5)
+def test_figure3_bucket_for_bucket(sketches):
+    h = sketches.new(7, 0.5)
     for row in read_figure3():
         h.update(int(row["timestamp"]), row["event"] == "1")
         expected = [] if row["buckets"] == "-" else [
             tuple(int(x) for x in b.split(":")) for b in row["buckets"].split()]
-        got = [(newest, count) for newest, _, count in histograms.buckets(h)]
+        got = [(newest, count) for newest, _, count in sketches.buckets(h)]
         assert got == expected, f"at ts={row['timestamp']}"
         assert h.total() == int(row["total"])
         assert h.seedEstimate() == int(row["seed_query"])
@@ -140,17 +140,17 @@ def test_figure3_bucket_for_bucket(histograms):
         assert abs(h.estimate() - exact) <= 0.5 * exact
 
 
-def test_memory_is_logarithmic(histograms):
+def test_memory_is_logarithmic(sketches):
     # All ones over a window of a million: buckets <= (ceil(k/2) + 1) * (log2(N/k) + 2).
     n, window, eps = 300_000, 10**6, 0.01
-    out = histograms.run(window, eps, np.arange(n), np.ones(n, dtype=bool), with_sizes=True)
+    out = sketches.run(window, eps, np.arange(n), np.ones(n, dtype=bool), with_sizes=True)
     k = math.ceil(1 / eps)
     assert out[:, 4].max() <= (k // 2 + 2) * (math.log2(n / k) + 2)
     assert out[-1, 5] < 4096  # serialized bytes
 
 
-def test_out_of_order_event_is_an_error(histograms):
-    h = histograms.new(100, 0.1)
+def test_out_of_order_event_is_an_error(sketches):
+    h = sketches.new(100, 0.1)
     h.update(10, True)
     h.update(5, False)  # a late non-event changes nothing
     h.update(95, True)

@@ -49,9 +49,13 @@ def test_position_window_matches_sql(spark, df):
                         "pos") == expected
 
 
-def test_group_by_on_one_ordered_partition(df):
-    row = df.coalesce(1).orderBy("pos").agg(approx_window_count("v", "pos", 10).alias("n"))
-    assert row.collect()[0].n == sum(1 for i in range(50, 60) if i % 3 != 1)
+def test_group_by(df):
+    rows = df.orderBy(F.rand(1)).repartition(3).groupBy("key") \
+        .agg(approx_window_count("v", "pos", 10).alias("n")).orderBy("key").collect()
+    # key 0 holds the even positions up to 58, key 1 the odd ones up to 59.
+    assert [r.n for r in rows] == [
+        sum(1 for i in range(49 + key, 60 + key) if i % 2 == key and i < 60 and i % 3 != 1)
+        for key in (0, 1)]
 
 
 @pytest.mark.parametrize("kwargs, message", [

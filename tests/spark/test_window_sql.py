@@ -27,9 +27,11 @@ def events_table(spark):
     pos = np.cumsum(rng.choice([0, 1, 1, 1, 2, 4], ROWS))
     events = bursty_events(rng, ROWS)
     base = datetime.datetime(2024, 3, 1)
-    rows = [(int(k), i, int(p), base + datetime.timedelta(seconds=int(p)), bool(e))
-            for i, (k, p, e) in enumerate(zip(keys, pos, events))]
-    df = spark.createDataFrame(rows, "key INT, id INT, pos BIGINT, ts TIMESTAMP, v BOOLEAN")
+    shuffle = rng.permutation(ROWS)
+    rows = [(int(k), i, int(p), base + datetime.timedelta(seconds=int(p)), bool(e), int(r))
+            for i, (k, p, e, r) in enumerate(zip(keys, pos, events, shuffle))]
+    df = spark.createDataFrame(
+        rows, "key INT, id INT, pos BIGINT, ts TIMESTAMP, v BOOLEAN, shuffle INT")
     df.createOrReplaceTempView("events")
     return df
 
@@ -127,26 +129,84 @@ def test_empty_input_counts_zero(spark):
         .collect()[0].n == 0
 
 
-def test_descending_order_is_a_clear_error(spark, events_table):
-    with pytest.raises(Exception, match="needs rows in ascending ts order"):
-        spark.sql("""SELECT approx_window_count(v, pos, 100) OVER (ORDER BY pos DESC)
-                     FROM events""").collect()
+def running_counts_any_order(rows, window):
+    """Exact count per row when rows arrive in the listed order: events seen so far within
+    (now - window, now], now being the largest pos seen so far."""
+    out, seen_pos, seen_v, now = [], [], [], None
+    for r in rows:
+        seen_pos.append(r.pos)
+        seen_v.append(r.v)
+        now = r.pos if now is None else max(now, r.pos)
+        out.append(sum(1 for p, v in zip(seen_pos, seen_v) if v and p > now - window))
+    return out
 
 
-def test_group_by_over_partitions_is_a_clear_error_not_a_wrong_count(spark, events_table):
-    # Each partition in time order, so the partial states build and their merge fails.
-    # (Adaptive execution would coalesce this small input into one partition: no merge.)
+@pytest.mark.parametrize("order", ["pos DESC, id DESC", "shuffle"])
+def test_frames_in_other_orders_stay_within_the_bound(spark, events_table, order):
+    eps, window = 0.05, 3000
+    rows = spark.sql(f"""
+        SELECT key, pos, v, approx_window_count(v, pos, {window}, {eps})
+                 OVER (PARTITION BY key ORDER BY {order}) AS approx
+        FROM events WHERE id < 3000 ORDER BY key, {order}""").collect()
+    for key in range(3):
+        part = [r for r in rows if r.key == key]
+        exact = running_counts_any_order(part, window)
+        merged = [{"approx": r.approx, "exact": e} for r, e in zip(part, exact)]
+        assert_within_bound(merged, eps, min_peak=100)
+
+
+def optimized_plan(df) -> str:
+    return df._jdf.queryExecution().optimizedPlan().toString()
+
+
+def test_histogram_only_in_running_frames_ordered_by_ts(spark, events_table):
+    def plan(over):
+        return optimized_plan(spark.sql(
+            f"SELECT approx_window_count(v, pos, 100, 0.05) OVER ({over}) FROM events"))
+
+    assert "0.05, true" in plan("PARTITION BY key ORDER BY pos")
+    assert "0.05, true" in plan(
+        "ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW")
+    for over in ("ORDER BY pos DESC", "ORDER BY shuffle", "ORDER BY id",
+                 "ORDER BY pos ROWS BETWEEN 10 PRECEDING AND CURRENT ROW"):
+        assert "0.05, false" in plan(over), over
+
+
+@pytest.fixture
+def merges_forced(spark):
+    """Adaptive execution coalesces small shuffles into one partition; keep them apart so
+    partial states really merge."""
     spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
-    try:
-        with pytest.raises(Exception, match="cannot merge partial results"):
-            spark.sql("""SELECT key, approx_window_count(v, pos, 100000) FROM
-                         (SELECT * FROM events DISTRIBUTE BY id SORT BY pos)
-                         GROUP BY key""").collect()
-    finally:
-        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
-    with pytest.raises(Exception, match="needs rows in ascending ts order"):
-        spark.sql("""SELECT key, approx_window_count(v, pos, 100) FROM
-                     (SELECT * FROM events ORDER BY pos DESC) GROUP BY key""").collect()
+    yield
+    spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.01])
+@pytest.mark.parametrize("group", ["key", "id % 500"])
+def test_group_by_on_shuffled_partitions_matches_exact(spark, events_table, merges_forced,
+                                                       eps, group):
+    window = 4000
+    approx = spark.sql(f"""
+        SELECT {group} AS g, approx_window_count(v, pos, {window}, {eps}) AS approx
+        FROM (SELECT /*+ REPARTITION(7) */ * FROM events ORDER BY shuffle)
+        GROUP BY {group}""")
+    exact = spark.sql(f"""
+        WITH latest AS (SELECT {group} AS g, max(pos) AS now FROM events GROUP BY {group})
+        SELECT g, count_if(v AND pos > now - {window}) AS exact
+        FROM (SELECT *, {group} AS g FROM events) JOIN latest USING (g) GROUP BY g""")
+    rows = approx.join(exact, "g").collect()
+    assert len(rows) == (3 if group == "key" else 500)
+    assert_within_bound(rows, eps, min_peak=5 if group != "key" else 200)
+
+
+def test_global_aggregate_over_timestamps(spark, events_table, merges_forced):
+    row = spark.sql("""
+        WITH shuffled AS (SELECT /*+ REPARTITION(5) */ * FROM events ORDER BY shuffle)
+        SELECT approx_window_count(v, ts, INTERVAL 2 HOURS, 0.02) AS approx,
+               (SELECT count_if(v AND ts >= (SELECT max(ts) FROM events) - INTERVAL 2 HOURS)
+                FROM events) AS exact
+        FROM shuffled""").collect()
+    assert_within_bound(row, 0.02, min_peak=300)
 
 
 def test_scala_functions_object(spark, events_table):

@@ -22,7 +22,8 @@ package windowsketch.core
  * `window` is in the caller's units of `ts` (positions or microseconds); the Spark layer
  * maps an inclusive time window `[now - w, now]` to `window = w + 1`.
  */
-final class ExponentialHistogram(val window: Long, val eps: Double) {
+final class ExponentialHistogram(val window: Long, val eps: Double)
+  extends WindowCountSketch {
   ExponentialHistogram.checkParameters(window, eps)
 
   /** Buckets per level, as in the seed: k = ceil(1/eps). */
@@ -109,23 +110,13 @@ final class ExponentialHistogram(val window: Long, val eps: Double) {
     if (topLevel < 0) 0L else bucketTotal - (oldestCount >> 1)
 
   /**
-   * Merges `other` into this histogram when one side holds no events (only a `now`), the
-   * one case a time-ordered histogram can merge exactly. Two histograms that both hold
-   * events throw [[UnmergeableStateException]].
+   * A time-ordered histogram cannot merge: its bucket edges depend on the order it saw.
+   * It serves running window frames, where Spark never merges; everything else uses
+   * [[DyadicWindowSketch]].
    */
-  def merge(other: ExponentialHistogram): Unit = {
-    ExponentialHistogram.checkCompatible(this, other)
-    if (other.topLevel >= 0) {
-      if (topLevel >= 0) throw new UnmergeableStateException()
-      val (hadTime, myNow) = (seenAny, nowTs)
-      copyBucketsFrom(other)
-      seenAny = other.seenAny
-      nowTs = other.nowTs
-      if (hadTime) advanceTo(myNow)
-    } else if (other.seenAny) {
-      advanceTo(other.nowTs)
-    }
-  }
+  def merge(other: WindowCountSketch): Unit =
+    throw new UnsupportedOperationException(
+      "the time-ordered exponential histogram cannot merge; use DyadicWindowSketch")
 
   /**
    * Visits the buckets from newest to oldest as (newest timestamp, oldest timestamp,
@@ -184,16 +175,6 @@ final class ExponentialHistogram(val window: Long, val eps: Double) {
     java.util.Arrays.fill(ringStart, 0)
     topLevel = -1
     bucketTotal = 0L
-  }
-
-  private def copyBucketsFrom(other: ExponentialHistogram): Unit = {
-    val sizes = other.levelSizes
-    val n = sizes.sum
-    val newest = new Array[Long](n)
-    val oldest = new Array[Long](n)
-    var b = 0
-    other.foreachBucket { (nt, ot, _) => newest(b) = nt; oldest(b) = ot; b += 1 }
-    restore(other.seenAny, other.nowTs, sizes, newest, oldest)
   }
 
   /** now - ts >= window, with the difference taken as unsigned so it cannot overflow. */
@@ -273,12 +254,6 @@ object ExponentialHistogram {
     require(window > 0, s"window must be positive, got $window")
     require(eps >= MinEps && eps < 1.0, s"eps must be in [$MinEps, 1), got $eps")
   }
-
-  def checkCompatible(a: ExponentialHistogram, b: ExponentialHistogram): Unit = {
-    if (a.window != b.window || a.eps != b.eps) {
-      throw new IncompatibleSketchException(a.window, a.eps, b.window, b.eps)
-    }
-  }
 }
 
 /** An interesting event arrived older than one already counted. */
@@ -286,12 +261,6 @@ final class OutOfOrderEventException(val ts: Long, val newest: Long)
   extends IllegalArgumentException(
     s"an event at ts=$ts arrived after an event at ts=$newest; this version counts events " +
       "that arrive in ascending time order only")
-
-/** Two partial states that both hold events cannot be merged by a time-ordered histogram. */
-final class UnmergeableStateException
-  extends UnsupportedOperationException(
-    "two partial states that both hold events cannot be merged yet: the time-ordered " +
-      "histogram needs every event of a group in one ordered pass")
 
 /** Two sketches of different window or eps. */
 final class IncompatibleSketchException(w1: Long, e1: Double, w2: Long, e2: Double)

@@ -37,9 +37,48 @@ object Replay {
   }
 
 
+  /** Longs reported per row by [[runAnyOrder]]. */
+  val AnyOrderColumns = 4
+
+  /**
+   * Like [[run]] for the mergeable sketch, rows in any order.
+   * @return per row: estimate, lower bound, upper bound and node count
+   */
+  def runAnyOrder(window: Long, eps: Double, timestamps: Array[Byte],
+      events: Array[Byte]): Array[Byte] = {
+    require(timestamps.length == 8 * events.length, "one 8-byte timestamp per event byte")
+    val d = new DyadicWindowSketch(window, eps)
+    val in = ByteBuffer.wrap(timestamps)
+    val out = ByteBuffer.allocate(8 * AnyOrderColumns * events.length)
+    var i = 0
+    while (i < events.length) {
+      d.update(in.getLong(), events(i) != 0)
+      out.putLong(d.estimate).putLong(d.lowerBound).putLong(d.upperBound).putLong(d.nodeCount)
+      i += 1
+    }
+    out.array()
+  }
+
+  /** Feeds a whole stream to `sketch`. */
+  def insertAll(sketch: WindowCountSketch, timestamps: Array[Byte], events: Array[Byte]): Unit = {
+    require(timestamps.length == 8 * events.length, "one 8-byte timestamp per event byte")
+    val in = ByteBuffer.wrap(timestamps)
+    var i = 0
+    while (i < events.length) { sketch.update(in.getLong(), events(i) != 0); i += 1 }
+  }
+
+  /** Compresses `sketch` and checks its invariant: null if it holds, else the problem. */
+  def invariantProblem(sketch: DyadicWindowSketch): String = {
+    sketch.compress()
+    sketch.checkInvariant().orNull
+  }
+
   /** A new histogram, for callers that cannot reach constructors (py4j with spark.jars). */
   def histogram(window: Long, eps: Double): ExponentialHistogram =
     new ExponentialHistogram(window, eps)
+
+  /** A new mergeable sketch, likewise. */
+  def dyadic(window: Long, eps: Double): DyadicWindowSketch = new DyadicWindowSketch(window, eps)
 
   /** The buckets of `h`, newest first, as (newest ts, oldest ts, count) triples. */
   def buckets(h: ExponentialHistogram): Array[Long] = {

@@ -10,34 +10,63 @@ object SketchFormat {
   val Version: Byte = 1
   /** Kind byte: the time-ordered exponential histogram of event counts. */
   val KindHistogram: Byte = 1
+  /** Kind byte: the mergeable dyadic sketch of event counts. */
+  val KindDyadic: Byte = 2
 
   private val FlagHasTime = 1
 
-  def serialize(h: ExponentialHistogram): Array[Byte] = {
-    val out = new ByteWriter(32 + 10 * h.bucketCount)
+  def serialize(sketch: WindowCountSketch): Array[Byte] = sketch match {
+    case h: ExponentialHistogram =>
+      val out = header(KindHistogram, h, 10 * h.bucketCount)
+      val sizes = h.levelSizes
+      out.varint(sizes.length)
+      sizes.foreach(s => out.varint(s))
+      // Timestamps run newest to oldest, each stored as the (unsigned) step back from the
+      // previous one, starting at now: small numbers, short varints.
+      var previous = h.now
+      h.foreachBucket { (newest, oldest, _) =>
+        out.varint(previous - newest)
+        out.varint(newest - oldest)
+        previous = oldest
+      }
+      finish(out)
+    case d: DyadicWindowSketch =>
+      d.compress()
+      val out = header(KindDyadic, d, 8 * d.nodeCount)
+      out.long(java.lang.Double.doubleToLongBits(d.invariantParameter))
+      out.varint(d.nodeCount)
+      // Nodes in pre-order: lo never decreases, so each is a step forward from the last,
+      // the first a step back from now.
+      var previous = 0L
+      var first = true
+      d.foreachNode { (level, lo, count) =>
+        out.byte(level)
+        out.varint(if (first) d.now - lo else lo - previous)
+        out.varint(count)
+        previous = lo
+        first = false
+      }
+      finish(out)
+  }
+
+  private def header(kind: Byte, s: WindowCountSketch, body: Int): ByteWriter = {
+    val out = new ByteWriter(40 + body)
     out.byte(Magic)
     out.byte(Version)
-    out.byte(KindHistogram)
-    out.varint(h.window)
-    out.long(java.lang.Double.doubleToLongBits(h.eps))
-    out.byte(if (h.hasTime) FlagHasTime else 0)
-    out.long(h.now)
-    val sizes = h.levelSizes
-    out.varint(sizes.length)
-    sizes.foreach(s => out.varint(s))
-    // Timestamps run newest to oldest, each stored as the (unsigned) step back from the
-    // previous one, starting at now: small numbers, short varints.
-    var previous = h.now
-    h.foreachBucket { (newest, oldest, _) =>
-      out.varint(previous - newest)
-      out.varint(newest - oldest)
-      previous = oldest
-    }
+    out.byte(kind)
+    out.varint(s.window)
+    out.long(java.lang.Double.doubleToLongBits(s.eps))
+    out.byte(if (s.hasTime) FlagHasTime else 0)
+    out.long(s.now)
+    out
+  }
+
+  private def finish(out: ByteWriter): Array[Byte] = {
     out.checksum()
     out.result()
   }
 
-  def deserialize(bytes: Array[Byte]): ExponentialHistogram = {
+  def deserialize(bytes: Array[Byte]): WindowCountSketch = {
     if (bytes == null) throw new CorruptSketchException("the sketch is NULL")
     if (bytes.length == 0 || bytes(0) != Magic) {
       throw new CorruptSketchException("the bytes are not a windowsketch sketch (bad magic byte)")
@@ -51,7 +80,6 @@ object SketchFormat {
     val in = new ByteReader(bytes, verifiedLength(bytes))
     in.skip(2) // magic and version, checked above
     val kind = in.byte()
-    if (kind != KindHistogram) throw new CorruptSketchException(s"unknown sketch kind $kind")
     val window = in.varint()
     val eps = java.lang.Double.longBitsToDouble(in.long())
     if (window <= 0 || !(eps >= ExponentialHistogram.MinEps && eps < 1.0)) {
@@ -61,6 +89,17 @@ object SketchFormat {
     if ((flags & ~FlagHasTime) != 0) throw new CorruptSketchException(s"unknown flags $flags")
     val hasTime = (flags & FlagHasTime) != 0
     val now = in.long()
+    val sketch = kind match {
+      case KindHistogram => readHistogram(in, window, eps, hasTime, now)
+      case KindDyadic => readDyadic(in, window, eps, hasTime, now)
+      case _ => throw new CorruptSketchException(s"unknown sketch kind $kind")
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    sketch
+  }
+
+  private def readHistogram(in: ByteReader, window: Long, eps: Double, hasTime: Boolean,
+      now: Long): ExponentialHistogram = {
     val h = new ExponentialHistogram(window, eps)
     val levels = in.varint()
     if (levels < 0 || levels > ExponentialHistogram.MaxLevels || (levels > 0 && !hasTime)) {
@@ -101,13 +140,53 @@ object SketchFormat {
       oldest(b) = now - age
       b += 1
     }
-    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
     h.restore(hasTime, now, sizes, newest, oldest)
     h
   }
 
+  private def readDyadic(in: ByteReader, window: Long, eps: Double, hasTime: Boolean,
+      now: Long): DyadicWindowSketch = {
+    val d = new DyadicWindowSketch(window, eps)
+    val invariant = java.lang.Double.longBitsToDouble(in.long())
+    if (!(invariant >= 2 * eps && invariant < Double.PositiveInfinity)) {
+      throw new CorruptSketchException(s"invalid invariant parameter $invariant")
+    }
+    val n = in.varint()
+    if (n < 0 || n > DyadicWindowSketch.MaxNodes || (n > 0 && !hasTime)) {
+      throw new CorruptSketchException(s"invalid node count $n")
+    }
+    val levels = new Array[Int](n.toInt)
+    val los = new Array[Long](n.toInt)
+    val counts = new Array[Long](n.toInt)
+    var total = 0L
+    var i = 0
+    while (i < levels.length) {
+      val level = in.byte().toInt
+      val step = in.varint()
+      val lo = if (i == 0) now - step else los(i - 1) + step
+      val count = in.varint()
+      val fits = if (i == 0) java.lang.Long.compareUnsigned(step, now - Long.MinValue) <= 0
+        else java.lang.Long.compareUnsigned(step, Long.MaxValue - los(i - 1)) <= 0
+      if (level < 0 || level > d.height || !fits || (lo & ((1L << level) - 1)) != 0) {
+        throw new CorruptSketchException(s"invalid node at position $i")
+      }
+      if (i > 0 && lo == los(i - 1) && level >= levels(i - 1)) {
+        throw new CorruptSketchException("nodes out of order")
+      }
+      if (count < 1 || total + count < total) {
+        throw new CorruptSketchException(s"invalid count at position $i")
+      }
+      levels(i) = level; los(i) = lo; counts(i) = count
+      total += count
+      i += 1
+    }
+    d.restore(hasTime, now, invariant, levels, los, counts)
+    d.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+    d
+  }
+
   /** The length of `bytes` before its trailing CRC-32, which must match. */
-  def verifiedLength(bytes: Array[Byte]): Int = {
+  private def verifiedLength(bytes: Array[Byte]): Int = {
     val n = bytes.length - 4
     if (n < 2) throw new CorruptSketchException("truncated")
     val crc = new java.util.zip.CRC32()

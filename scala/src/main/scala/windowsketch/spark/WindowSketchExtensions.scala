@@ -1,7 +1,7 @@
 package windowsketch.spark
 
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.windowsketch.FunctionRegistrations
+import org.apache.spark.sql.windowsketch.{FunctionRegistrations, OrderedWindowFrames}
 
 /**
  * Registers windowsketch's SQL functions in every session of a Spark application:
@@ -9,6 +9,8 @@ import org.apache.spark.sql.windowsketch.FunctionRegistrations
  * the Thrift server, a Spark Connect server, or any builder before the session starts).
  */
 class WindowSketchExtensions extends (SparkSessionExtensions => Unit) {
-  override def apply(extensions: SparkSessionExtensions): Unit =
+  override def apply(extensions: SparkSessionExtensions): Unit = {
     FunctionRegistrations.all.foreach(extensions.injectFunction)
+    extensions.injectOptimizerRule(_ => OrderedWindowFrames)
+  }
 }

@@ -8,15 +8,15 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggreg
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.types.{BooleanType, DataType, LongType}
 
-import windowsketch.core.{ExponentialHistogram, OutOfOrderEventException, SketchFormat,
-  UnmergeableStateException}
+import windowsketch.core.{DyadicWindowSketch, ExponentialHistogram, OutOfOrderEventException,
+  SketchFormat, WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
   usage = """
     _FUNC_(v, ts, window[, eps]) - Returns the approximate number of rows whose `v` is TRUE (or 1)
-      in the sliding window that ends at the largest `ts` seen, with
-      |result - exact| <= eps * exact guaranteed. Over a running window frame
+      in the sliding window that ends at the largest `ts` seen (per group in GROUP BY), with
+      |result - exact| <= eps * exact guaranteed, whatever the order of the rows. Over a running window frame
       (`OVER (PARTITION BY ... ORDER BY ts)`) it returns, for every row, the count in the window
       ending at that row's `ts`, in amortized O(1) time per row and O((1/eps) log N) memory.
   """,
@@ -43,11 +43,15 @@ import windowsketch.core.{ExponentialHistogram, OutOfOrderEventException, Sketch
        2025-01-01 10:00:00	1
        2025-01-01 10:05:00	2
        2025-01-01 10:12:00	1
+      > SELECT host, _FUNC_(status = 404, ts, INTERVAL 10 MINUTES) FROM VALUES ('a', 404, TIMESTAMP'2025-01-01 10:00:00'), ('a', 404, TIMESTAMP'2025-01-01 10:05:00'), ('a', 200, TIMESTAMP'2025-01-01 10:12:00'), ('b', 404, TIMESTAMP'2025-01-01 09:00:00') AS t(host, status, ts) GROUP BY host ORDER BY host;
+       a	1
+       b	1
   """,
   note = """
-    The result is never NULL: an empty window counts 0. In this version rows must reach the
-    aggregate in ascending `ts` order, as they do in a running window frame ordered by `ts`;
-    GROUP BY over unordered rows raises an error instead of returning a wrong count.
+    The result is never NULL: an empty window counts 0. Rows may arrive in any order and
+    partial results merge, so GROUP BY and Structured Streaming keep the guarantee; in a
+    running window frame ordered by `ts` a time-ordered exponential histogram answers each
+    row in O(1).
   """,
   group = "agg_funcs",
   since = "0.1.0")
@@ -57,13 +61,14 @@ case class ApproxWindowCount(
     ts: Expression,
     window: Expression,
     eps: Expression,
+    orderedInput: Boolean = false,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends TypedImperativeAggregate[ExponentialHistogram]
+  extends TypedImperativeAggregate[WindowCountSketch]
   with QuaternaryLike[Expression] {
 
   def this(v: Expression, ts: Expression, window: Expression, eps: Expression) =
-    this(v, ts, window, eps, 0, 0)
+    this(v, ts, window, eps, false, 0, 0)
 
   def this(v: Expression, ts: Expression, window: Expression) =
     this(v, ts, window, Literal(WindowArguments.DefaultEps))
@@ -84,10 +89,16 @@ case class ApproxWindowCount(
       WindowArguments.epsValue(eps).left.getOrElse(TypeCheckSuccess)
     ).find(_.isFailure).getOrElse(TypeCheckSuccess)
 
-  override def createAggregationBuffer(): ExponentialHistogram =
-    new ExponentialHistogram(windowLength, epsilon)
+  /**
+   * `orderedInput` is set by [[OrderedWindowFrames]] when the aggregate runs in a running
+   * frame ordered by `ts`: rows then arrive in time order and are never merged, which is
+   * what the histogram needs. Everything else gets the mergeable any-order sketch.
+   */
+  override def createAggregationBuffer(): WindowCountSketch =
+    if (orderedInput) new ExponentialHistogram(windowLength, epsilon)
+    else new DyadicWindowSketch(windowLength, epsilon)
 
-  override def update(buffer: ExponentialHistogram, input: InternalRow): ExponentialHistogram = {
+  override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch = {
     val time = ts.eval(input)
     if (time != null) {
       val t = WindowArguments.timeOf(time, tsType)
@@ -111,21 +122,17 @@ case class ApproxWindowCount(
           "(for sums of larger values use a sum, not a count)")
   }
 
-  override def merge(
-      buffer: ExponentialHistogram, other: ExponentialHistogram): ExponentialHistogram = {
-    try buffer.merge(other)
-    catch {
-      case e: UnmergeableStateException => throw ApproxWindowCount.unmergeable(e)
-    }
+  override def merge(buffer: WindowCountSketch, other: WindowCountSketch): WindowCountSketch = {
+    buffer.merge(other)
     buffer
   }
 
-  override def eval(buffer: ExponentialHistogram): Any = buffer.estimate
+  override def eval(buffer: WindowCountSketch): Any = buffer.estimate
 
-  override def serialize(buffer: ExponentialHistogram): Array[Byte] =
+  override def serialize(buffer: WindowCountSketch): Array[Byte] =
     SketchFormat.serialize(buffer)
 
-  override def deserialize(bytes: Array[Byte]): ExponentialHistogram =
+  override def deserialize(bytes: Array[Byte]): WindowCountSketch =
     SketchFormat.deserialize(bytes)
 
   override def nullable: Boolean = false
@@ -153,18 +160,8 @@ case class ApproxWindowCount(
 object ApproxWindowCount {
   val Name = "approx_window_count"
 
-  private val howToUse =
-    "Use it over a running window frame ordered by the time column, e.g. " +
-      s"$Name(v, ts, window) OVER (PARTITION BY key ORDER BY ts); order-independent " +
-      "GROUP BY support comes with the mergeable sketch."
-
   def outOfOrder(e: OutOfOrderEventException): Throwable =
-    new UnsupportedOperationException(
-      s"$Name: an event at ts=${e.ts} arrived after an event at ts=${e.newest}, but this " +
-        s"version needs rows in ascending ts order. $howToUse", e)
-
-  def unmergeable(e: UnmergeableStateException): Throwable =
-    new UnsupportedOperationException(
-      s"$Name: cannot merge partial results that both hold events (this happens in GROUP BY " +
-        s"when a group's rows are spread over several partitions). $howToUse", e)
+    new IllegalStateException(
+      s"$Name: an event at ts=${e.ts} arrived after an event at ts=${e.newest} in a window " +
+        "frame ordered by ts; please report this with the query", e)
 }

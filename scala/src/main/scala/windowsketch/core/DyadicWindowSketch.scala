@@ -1,0 +1,331 @@
+package windowsketch.core
+
+/**
+ * The any-order, mergeable window count (design: shared/design/mergeable-sketch.md).
+ *
+ * Time is cut into dyadic nodes: node (k, lo) covers `[lo, lo + 2^k - 1]` with `lo` a
+ * multiple of 2^k, for k = 0..H. Every event is counted, exactly, at one node containing
+ * its timestamp; events arrive at leaves (k = 0) and [[compress]] moves counts up to an
+ * ancestor where that keeps the invariant
+ *
+ * (I) for every internal node w holding a count: A(w) + c(w) + 1 <= 2 eps' R(w)
+ *
+ * where c(w) is w's count, A(w) the counts held by w's strict ancestors, R(w) the counts
+ * of nodes wholly after w, and eps' = `internalEps` (2 eps unless the node cap forced it
+ * up). A, c and R are sums over nodes, so inserts (in any order) and merges keep (I), and
+ * the error does not grow with the number of merges.
+ *
+ * A query for the window `(now - window, now]` counts the nodes wholly inside it (L) and
+ * the nodes straddling its left edge (X): they lie on one root-to-leaf path, so X is
+ * A(w) + c(w) for the deepest of them, at most 2 eps' L - 1. The exact count is in
+ * [L, L + X] and the estimate L + floor(X/2) is within ceil(X/2) <= eps' L of it.
+ */
+final class DyadicWindowSketch(val window: Long, val eps: Double) extends WindowCountSketch {
+  ExponentialHistogram.checkParameters(window, eps)
+
+  /** Levels 0..height; the root level spans at least the window (up to 2^62). */
+  val height: Int = math.min(62, 64 - java.lang.Long.numberOfLeadingZeros(window - 1))
+
+  private var invariantEps = 2 * eps
+  // Compressed nodes, sorted by (lo ascending, level descending): a pre-order walk.
+  private var levels = new Array[Int](16)
+  private var los = new Array[Long](16)
+  private var counts = new Array[Long](16)
+  private var size = 0
+  // Events and foreign nodes not yet compressed, in no order.
+  private var pendingLevels = new Array[Int](64)
+  private var pendingLos = new Array[Long](64)
+  private var pendingCounts = new Array[Long](64)
+  private var pending = 0
+
+  private var seenAny = false
+  private var nowTs = 0L
+
+  def hasTime: Boolean = seenAny
+  def now: Long = nowTs
+
+  /** The eps the estimate is guaranteed to: `eps`, unless the node cap had to coarsen it. */
+  def effectiveEps: Double = invariantEps / 2
+
+  /** Nodes held, compressed or not. */
+  def nodeCount: Int = size + pending
+
+  def update(ts: Long, isEvent: Boolean): Unit = {
+    advanceTo(ts)
+    if (isEvent && !isExpired(ts)) addPending(0, ts, 1L)
+  }
+
+  def advanceTo(ts: Long): Unit =
+    if (!seenAny || ts > nowTs) { nowTs = ts; seenAny = true }
+
+  def merge(other: WindowCountSketch): Unit = other match {
+    case o: DyadicWindowSketch =>
+      if (o.window != window || o.eps != eps) {
+        throw new IncompatibleSketchException(window, eps, o.window, o.eps)
+      }
+      if (o.seenAny) advanceTo(o.nowTs)
+      invariantEps = math.max(invariantEps, o.invariantEps)
+      var i = 0
+      while (i < o.size) { addPending(o.levels(i), o.los(i), o.counts(i)); i += 1 }
+      i = 0
+      while (i < o.pending) {
+        addPending(o.pendingLevels(i), o.pendingLos(i), o.pendingCounts(i))
+        i += 1
+      }
+    case _ => throw new IllegalArgumentException("cannot merge a time-ordered histogram")
+  }
+
+  def estimate: Long = { val (l, x) = query(); l + x / 2 }
+  def lowerBound: Long = query()._1
+  def upperBound: Long = { val (l, x) = query(); l + x }
+
+  /** (L, X): counts wholly inside the window and counts straddling its left edge. */
+  private def query(): (Long, Long) = {
+    var inside = 0L
+    var straddling = 0L
+    def visit(level: Int, lo: Long, count: Long): Unit =
+      if (afterEdge(lo)) inside += count
+      else if (afterEdge(last(level, lo))) straddling += count
+    var i = 0
+    while (i < size) { visit(levels(i), los(i), counts(i)); i += 1 }
+    i = 0
+    while (i < pending) { visit(pendingLevels(i), pendingLos(i), pendingCounts(i)); i += 1 }
+    (inside, straddling)
+  }
+
+  /** True if `ts` lies inside the window `(now - window, now]` (or after now). */
+  private def afterEdge(ts: Long): Boolean =
+    ts > nowTs || java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
+
+  private def isExpired(ts: Long): Boolean = !afterEdge(ts)
+
+  private def last(level: Int, lo: Long): Long = lo + ((1L << level) - 1)
+
+  private def addPending(level: Int, lo: Long, count: Long): Unit = {
+    if (pending == pendingLos.length) {
+      val n = 2 * pending
+      pendingLevels = java.util.Arrays.copyOf(pendingLevels, n)
+      pendingLos = java.util.Arrays.copyOf(pendingLos, n)
+      pendingCounts = java.util.Arrays.copyOf(pendingCounts, n)
+    }
+    pendingLevels(pending) = level
+    pendingLos(pending) = lo
+    pendingCounts(pending) = count
+    pending += 1
+    // Amortized: compress once the pending nodes outnumber the compressed ones.
+    if (pending >= math.max(64, size)) compress()
+  }
+
+  /**
+   * Folds the pending nodes in, drops what left the window and collapses every subtree
+   * whose whole count can move to its root without breaking (I). Applied until the nodes
+   * fit [[DyadicWindowSketch.MaxNodes]], doubling eps' each time it does not.
+   */
+  def compress(): Unit = {
+    var n = gatherSorted()
+    n = collapse(n)
+    while (n > DyadicWindowSketch.MaxNodes) {
+      invariantEps *= 2
+      n = collapse(n)
+    }
+  }
+
+  /** Moves pending into the node arrays, sorted, duplicates summed, expired dropped. */
+  private def gatherSorted(): Int = {
+    val total = size + pending
+    val lv = java.util.Arrays.copyOf(levels, total)
+    val lo = java.util.Arrays.copyOf(los, total)
+    val ct = java.util.Arrays.copyOf(counts, total)
+    System.arraycopy(pendingLevels, 0, lv, size, pending)
+    System.arraycopy(pendingLos, 0, lo, size, pending)
+    System.arraycopy(pendingCounts, 0, ct, size, pending)
+    pending = 0
+    val order = NodeOrder.sorted(lv, lo, total)
+    var n = 0
+    var i = 0
+    while (i < total) {
+      val j = order(i)
+      if (afterEdge(last(lv(j), lo(j)))) {
+        if (n > 0 && levels(n - 1) == lv(j) && los(n - 1) == lo(j)) {
+          counts(n - 1) += ct(j)
+        } else {
+          if (n == levels.length) grow(math.max(16, 2 * n))
+          levels(n) = lv(j); los(n) = lo(j); counts(n) = ct(j)
+          n += 1
+        }
+      }
+      i += 1
+    }
+    size = n
+    n
+  }
+
+  private def grow(capacity: Int): Unit = {
+    levels = java.util.Arrays.copyOf(levels, capacity)
+    los = java.util.Arrays.copyOf(los, capacity)
+    counts = java.util.Arrays.copyOf(counts, capacity)
+  }
+
+  /** One top-down pass over the sorted nodes; returns the new node count. */
+  private def collapse(n: Int): Int = {
+    val prefix = new Array[Long](n + 1)
+    var i = 0
+    while (i < n) { prefix(i + 1) = prefix(i) + counts(i); i += 1 }
+    val out = new NodeBuffer(n)
+    val rootMask = -1L << height
+    var a = 0
+    while (a < n) {
+      val rootLo = los(a) & rootMask
+      val b = firstAfter(last(height, rootLo), a, n)
+      visit(height, rootLo, a, b, 0L, n, prefix, out)
+      a = b
+    }
+    levels = out.levels; los = out.los; counts = out.counts; size = out.size
+    size
+  }
+
+  /**
+   * Node (k, lo) owns the sorted range [a, b) (itself first, if it holds a count); `above`
+   * is A, the counts its ancestors keep.
+   */
+  private def visit(k: Int, lo: Long, a: Int, b: Int, above: Long, n: Int,
+      prefix: Array[Long], out: NodeBuffer): Unit = {
+    val subtree = prefix(b) - prefix(a)
+    val right = prefix(n) - prefix(b)
+    if (k == 0 || above + subtree + 1 <= invariantEps * right) {
+      out.add(k, lo, subtree)
+    } else {
+      val holds = levels(a) == k && los(a) == lo
+      val own = if (holds) counts(a) else 0L
+      if (holds) out.add(k, lo, own)
+      val start = if (holds) a + 1 else a
+      val mid = lo + (1L << (k - 1))
+      val m = firstAfter(mid - 1, start, b)
+      if (start < m) visit(k - 1, lo, start, m, above + own, n, prefix, out)
+      if (m < b) visit(k - 1, mid, m, b, above + own, n, prefix, out)
+    }
+  }
+
+  /** The first index in [from, to) whose lo is greater than `ts` (binary search). */
+  private def firstAfter(ts: Long, from: Int, to: Int): Int = {
+    var low = from
+    var high = to
+    while (low < high) {
+      val m = (low + high) >>> 1
+      if (los(m) > ts) high = m else low = m + 1
+    }
+    low
+  }
+
+  /** Visits the nodes after [[compress]], in pre-order, as (level, lo, count). */
+  def foreachNode(f: (Int, Long, Long) => Unit): Unit = {
+    compress()
+    var i = 0
+    while (i < size) { f(levels(i), los(i), counts(i)); i += 1 }
+  }
+
+  /** Rebuilds from decoded, validated parts (sorted nodes). */
+  private[core] def restore(hasTime: Boolean, now: Long, invariant: Double, lv: Array[Int],
+      lo: Array[Long], ct: Array[Long]): Unit = {
+    seenAny = hasTime
+    nowTs = now
+    invariantEps = invariant
+    levels = lv; los = lo; counts = ct; size = lv.length
+    pending = 0
+  }
+
+  private[core] def invariantParameter: Double = invariantEps
+
+  /**
+   * Checks the compressed nodes: pre-order, inside the window, none after now, and (I) at
+   * every internal node. Returns what is wrong, if anything. O(n log n).
+   */
+  def checkInvariant(): Option[String] = {
+    if (pending != 0) return Some("uncompressed nodes")
+    val prefix = new Array[Long](size + 1)
+    var i = 0
+    while (i < size) { prefix(i + 1) = prefix(i) + counts(i); i += 1 }
+    // Ancestors of the current node that hold counts, outermost first, with A + c of each.
+    val stack = new Array[Int](height + 1)
+    val aboveAndOwn = new Array[Long](height + 1)
+    var depth = 0
+    i = 0
+    while (i < size) {
+      val lv = levels(i)
+      val lo = los(i)
+      if (i > 0 && !(los(i - 1) < lo || (los(i - 1) == lo && levels(i - 1) > lv))) {
+        return Some(s"nodes out of order at $i")
+      }
+      if (lo > nowTs || !afterEdge(last(lv, lo))) return Some(s"node $i lies outside the window")
+      while (depth > 0 && !(los(stack(depth - 1)) <= lo &&
+          last(lv, lo) <= last(levels(stack(depth - 1)), los(stack(depth - 1))))) {
+        depth -= 1
+      }
+      val above = if (depth == 0) 0L else aboveAndOwn(depth - 1)
+      if (lv > 0) {
+        val right = prefix(size) - prefix(firstAfter(last(lv, lo), i + 1, size))
+        if (!(above + counts(i) + 1 <= invariantEps * right)) {
+          return Some(s"invariant broken at node $i (level $lv)")
+        }
+      }
+      if (depth > height) return Some("nodes nest deeper than the tree")
+      stack(depth) = i
+      aboveAndOwn(depth) = above + counts(i)
+      depth += 1
+      i += 1
+    }
+    None
+  }
+}
+
+object DyadicWindowSketch {
+  /** The node cap: past it the sketch coarsens eps (and says so) rather than grow. */
+  val MaxNodes = 4096
+}
+
+/** Appends compressed nodes. */
+private final class NodeBuffer(capacity: Int) {
+  var levels = new Array[Int](math.max(capacity, 1))
+  var los = new Array[Long](math.max(capacity, 1))
+  var counts = new Array[Long](math.max(capacity, 1))
+  var size = 0
+
+  def add(level: Int, lo: Long, count: Long): Unit = {
+    levels(size) = level; los(size) = lo; counts(size) = count
+    size += 1
+  }
+}
+
+/** Sorts node indices by (lo ascending, level descending) with a primitive merge sort. */
+private object NodeOrder {
+  def sorted(levels: Array[Int], los: Array[Long], n: Int): Array[Int] = {
+    var src = Array.tabulate(n)(identity)
+    var dst = new Array[Int](n)
+    var width = 1
+    while (width < n) {
+      var lo = 0
+      while (lo < n) {
+        val mid = math.min(lo + width, n)
+        val hi = math.min(lo + 2 * width, n)
+        var i = lo
+        var j = mid
+        var k = lo
+        while (k < hi) {
+          if (j >= hi || (i < mid && !before(levels, los, src(j), src(i)))) {
+            dst(k) = src(i); i += 1
+          } else {
+            dst(k) = src(j); j += 1
+          }
+          k += 1
+        }
+        lo = hi
+      }
+      val t = src; src = dst; dst = t
+      width *= 2
+    }
+    src
+  }
+
+  private def before(levels: Array[Int], los: Array[Long], x: Int, y: Int): Boolean =
+    los(x) < los(y) || (los(x) == los(y) && levels(x) > levels(y))
+}

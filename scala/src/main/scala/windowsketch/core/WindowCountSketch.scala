@@ -1,0 +1,23 @@
+package windowsketch.core
+
+/**
+ * A count of events in the sliding window `(now - window, now]`, where `now` is the largest
+ * timestamp seen, with `|estimate - exact| <= eps * exact` and certified bounds
+ * `lowerBound <= exact <= upperBound`. Two implementations: [[ExponentialHistogram]] for
+ * rows in time order (O(1) estimate), [[DyadicWindowSketch]] for any order and merges.
+ */
+trait WindowCountSketch {
+  def window: Long
+  def eps: Double
+  /** True once any timestamp has been seen (an event or not). */
+  def hasTime: Boolean
+  /** The largest timestamp seen; only meaningful when [[hasTime]]. */
+  def now: Long
+  /** Observes one row at `ts`: moves `now` forward and, if `isEvent`, counts it. */
+  def update(ts: Long, isEvent: Boolean): Unit
+  /** Adds `other`'s events to this sketch; both must have the same window and eps. */
+  def merge(other: WindowCountSketch): Unit
+  def estimate: Long
+  def lowerBound: Long
+  def upperBound: Long
+}
