@@ -11,15 +11,27 @@ STREAMS = [
 ]
 
 
-def build(sketches, window, eps, ts, events):
-    h = sketches.new(window, eps)
-    for t, e in zip(ts.tolist(), events.tolist()):
-        h.update(t, e)
+KINDS = ["histogram", "dyadic"]
+
+
+def build(sketches, window, eps, ts, events, kind="histogram"):
+    h = sketches.new(window, eps) if kind == "histogram" else sketches.dyadic(window, eps)
+    sketches.replay.insertAll(h, np.asarray(ts, dtype=">i8").tobytes(),
+                              np.asarray(events, dtype=np.uint8).tobytes())
     return h
 
 
-def sketch_bytes(sketches, stream) -> bytes:
-    return bytes(sketches.format.serialize(build(sketches, *stream)))
+def sketch_bytes(sketches, stream, kind="histogram") -> bytes:
+    return bytes(sketches.format.serialize(build(sketches, *stream, kind=kind)))
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=["ones", "bernoulli", "extremes"])
+def test_dyadic_round_trip_keeps_every_node(sketches, stream):
+    d = build(sketches, *stream, kind="dyadic")
+    back = sketches.round_trip(d)
+    assert sketches.format.serialize(back) == sketches.format.serialize(d)
+    assert (back.estimate(), back.lowerBound(), back.upperBound(), back.now()) == \
+        (d.estimate(), d.lowerBound(), d.upperBound(), d.now())
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["ones", "bernoulli", "extremes"])
@@ -45,16 +57,18 @@ def assert_rejected(sketches, data: bytes):
         sketches.format.deserialize(data)
 
 
-def test_every_truncation_is_rejected(sketches):
-    data = sketch_bytes(sketches, STREAMS[1])
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_truncation_is_rejected(sketches, kind):
+    data = sketch_bytes(sketches, STREAMS[1], kind)
     for n in range(len(data)):
         assert_rejected(sketches, data[:n])
 
 
-def test_random_bit_flips_are_rejected(sketches):
+@pytest.mark.parametrize("kind", KINDS)
+def test_random_bit_flips_are_rejected(sketches, kind):
     rng = np.random.default_rng(2024)
     for stream in STREAMS:
-        data = bytearray(sketch_bytes(sketches, stream))
+        data = bytearray(sketch_bytes(sketches, stream, kind))
         for _ in range(150):
             damaged = bytearray(data)
             for bit in rng.choice(8 * len(data), size=int(rng.integers(1, 4)), replace=False):

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-FUNCTIONS = ["approx_window_count"]
+FUNCTIONS = ["approx_window_count", "window_sketch", "window_sketch_merge", "window_sketch_estimate"]
 
 
 def describe(spark, name: str) -> str:
@@ -22,7 +22,7 @@ def test_describe_shows_usage_arguments_and_examples(spark, name):
 
 def examples(text: str):
     """(sql, expected output lines) for each '> SELECT ...;' in an Examples block."""
-    block = text.split("Examples:", 1)[1].split("Note:", 1)[0]
+    block = re.split(r"\n\s*(?:Note|Since|Group):", text.split("Examples:", 1)[1])[0]
     for chunk in re.split(r"\n\s*> ", "\n" + block)[1:]:
         sql, *expected = [line.strip() for line in chunk.strip().splitlines()]
         yield sql.rstrip(";"), [line for line in expected if line]

@@ -60,8 +60,8 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
 
   def merge(other: WindowCountSketch): Unit = other match {
     case o: DyadicWindowSketch =>
-      if (o.window != window || o.eps != eps) {
-        throw new IncompatibleSketchException(window, eps, o.window, o.eps)
+      if (o.window != window || o.eps != eps || o.microsecondTime != microsecondTime) {
+        throw new IncompatibleSketchException(this, o)
       }
       if (o.seenAny) advanceTo(o.nowTs)
       invariantEps = math.max(invariantEps, o.invariantEps)

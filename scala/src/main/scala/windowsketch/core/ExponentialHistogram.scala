@@ -262,8 +262,13 @@ final class OutOfOrderEventException(val ts: Long, val newest: Long)
     s"an event at ts=$ts arrived after an event at ts=$newest; this version counts events " +
       "that arrive in ascending time order only")
 
-/** Two sketches of different window or eps. */
-final class IncompatibleSketchException(w1: Long, e1: Double, w2: Long, e2: Double)
+/** Two sketches of different window, eps or time axis. */
+final class IncompatibleSketchException(a: WindowCountSketch, b: WindowCountSketch)
   extends IllegalArgumentException(
-    s"cannot combine sketches of different parameters: window=$w1, eps=$e1 versus " +
-      s"window=$w2, eps=$e2")
+    s"cannot combine sketches of different parameters: ${IncompatibleSketchException.describe(a)}" +
+      s" versus ${IncompatibleSketchException.describe(b)}")
+
+object IncompatibleSketchException {
+  private def describe(s: WindowCountSketch): String =
+    s"window=${s.window} ${if (s.microsecondTime) "microseconds" else "positions"}, eps=${s.eps}"
+}

@@ -14,6 +14,7 @@ object SketchFormat {
   val KindDyadic: Byte = 2
 
   private val FlagHasTime = 1
+  private val FlagMicroseconds = 2
 
   def serialize(sketch: WindowCountSketch): Array[Byte] = sketch match {
     case h: ExponentialHistogram =>
@@ -56,7 +57,7 @@ object SketchFormat {
     out.byte(kind)
     out.varint(s.window)
     out.long(java.lang.Double.doubleToLongBits(s.eps))
-    out.byte(if (s.hasTime) FlagHasTime else 0)
+    out.byte((if (s.hasTime) FlagHasTime else 0) | (if (s.microsecondTime) FlagMicroseconds else 0))
     out.long(s.now)
     out
   }
@@ -86,7 +87,9 @@ object SketchFormat {
       throw new CorruptSketchException(s"invalid parameters window=$window, eps=$eps")
     }
     val flags = in.byte()
-    if ((flags & ~FlagHasTime) != 0) throw new CorruptSketchException(s"unknown flags $flags")
+    if ((flags & ~(FlagHasTime | FlagMicroseconds)) != 0) {
+      throw new CorruptSketchException(s"unknown flags $flags")
+    }
     val hasTime = (flags & FlagHasTime) != 0
     val now = in.long()
     val sketch = kind match {
@@ -94,6 +97,7 @@ object SketchFormat {
       case KindDyadic => readDyadic(in, window, eps, hasTime, now)
       case _ => throw new CorruptSketchException(s"unknown sketch kind $kind")
     }
+    sketch.microsecondTime = (flags & FlagMicroseconds) != 0
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
     sketch
   }

@@ -9,6 +9,11 @@ package windowsketch.core
 trait WindowCountSketch {
   def window: Long
   def eps: Double
+  /**
+   * What the time axis counts, recorded so sketch columns can check a query's `as_of`:
+   * false for positions (integral `ts`), true for microseconds (timestamps and dates).
+   */
+  var microsecondTime: Boolean = false
   /** True once any timestamp has been seen (an event or not). */
   def hasTime: Boolean
   /** The largest timestamp seen; only meaningful when [[hasTime]]. */

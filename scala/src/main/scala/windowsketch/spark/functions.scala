@@ -34,4 +34,27 @@ object functions {
 
   def approx_window_count(v: String, ts: String, window: Any): Column =
     approx_window_count(col(v), col(ts), lit(window))
+
+  /** A mergeable window sketch (BINARY) of the group's events; see `window_sketch`. */
+  def window_sketch(v: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("window_sketch", v, ts, window, eps)
+
+  def window_sketch(v: Column, ts: Column, window: Column): Column =
+    call_function("window_sketch", v, ts, window)
+
+  def window_sketch(v: String, ts: String, window: Any, eps: Double): Column =
+    window_sketch(col(v), col(ts), lit(window), lit(eps))
+
+  /** Merges the group's window sketches into one; see `window_sketch_merge`. */
+  def window_sketch_merge(sketch: Column): Column = call_function("window_sketch_merge", sketch)
+
+  def window_sketch_merge(sketch: String): Column = window_sketch_merge(col(sketch))
+
+  /** The sketch's count in its window ending at its largest ts. */
+  def window_sketch_estimate(sketch: Column): Column =
+    call_function("window_sketch_estimate", sketch)
+
+  /** The sketch's count in its window ending at `asOf`. */
+  def window_sketch_estimate(sketch: Column, asOf: Column): Column =
+    call_function("window_sketch_estimate", sketch, asOf)
 }

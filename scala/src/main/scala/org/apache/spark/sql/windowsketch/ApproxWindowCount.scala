@@ -1,15 +1,10 @@
 package org.apache.spark.sql.windowsketch
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
-import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.TypeCheckSuccess
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription, Literal}
-import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
-import org.apache.spark.sql.catalyst.trees.QuaternaryLike
-import org.apache.spark.sql.types.{BooleanType, DataType, LongType}
+import org.apache.spark.sql.types.{DataType, LongType}
 
-import windowsketch.core.{DyadicWindowSketch, ExponentialHistogram, OutOfOrderEventException,
-  SketchFormat, WindowCountSketch}
+import windowsketch.core.{ExponentialHistogram, OutOfOrderEventException, WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -64,8 +59,7 @@ case class ApproxWindowCount(
     orderedInput: Boolean = false,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends TypedImperativeAggregate[WindowCountSketch]
-  with QuaternaryLike[Expression] {
+  extends WindowCountAggregate {
 
   def this(v: Expression, ts: Expression, window: Expression, eps: Expression) =
     this(v, ts, window, eps, false, 0, 0)
@@ -75,76 +69,28 @@ case class ApproxWindowCount(
 
   override def prettyName: String = ApproxWindowCount.Name
 
-  // Lazy so the constants are read once, after the checks, never during tree transforms.
-  private lazy val windowLength: Long = WindowArguments.windowLength(window, ts).toOption.get
-  private lazy val epsilon: Double = WindowArguments.epsValue(eps).toOption.get
-  private lazy val eventIsBoolean: Boolean = v.dataType == BooleanType
-  private lazy val tsType: DataType = ts.dataType
-
-  override def checkInputDataTypes(): TypeCheckResult =
-    Seq(
-      WindowArguments.checkEventType(v),
-      WindowArguments.checkTimeType(ts),
-      WindowArguments.windowLength(window, ts).left.getOrElse(TypeCheckSuccess),
-      WindowArguments.epsValue(eps).left.getOrElse(TypeCheckSuccess)
-    ).find(_.isFailure).getOrElse(TypeCheckSuccess)
-
   /**
    * `orderedInput` is set by [[OrderedWindowFrames]] when the aggregate runs in a running
    * frame ordered by `ts`: rows then arrive in time order and are never merged, which is
    * what the histogram needs. Everything else gets the mergeable any-order sketch.
    */
   override def createAggregationBuffer(): WindowCountSketch =
-    if (orderedInput) new ExponentialHistogram(windowLength, epsilon)
-    else new DyadicWindowSketch(windowLength, epsilon)
+    if (orderedInput) labelled(new ExponentialHistogram(windowLength, epsilon))
+    else super.createAggregationBuffer()
 
-  override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch = {
-    val time = ts.eval(input)
-    if (time != null) {
-      val t = WindowArguments.timeOf(time, tsType)
-      try buffer.update(t, isEvent(v.eval(input)))
-      catch {
-        case e: OutOfOrderEventException => throw ApproxWindowCount.outOfOrder(e)
-      }
+  override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch =
+    try super.update(buffer, input)
+    catch {
+      case e: OutOfOrderEventException => throw ApproxWindowCount.outOfOrder(e)
     }
-    buffer
-  }
-
-  private def isEvent(value: Any): Boolean = value match {
-    case null => false
-    case b: Boolean if eventIsBoolean => b
-    case n =>
-      val x = WindowArguments.integralValue(n, v.dataType)
-      if (x == 0L) false
-      else if (x == 1L) true
-      else throw new IllegalArgumentException(
-        s"${ApproxWindowCount.Name}: argument `v` must be TRUE/FALSE or 0/1, got $x " +
-          "(for sums of larger values use a sum, not a count)")
-  }
-
-  override def merge(buffer: WindowCountSketch, other: WindowCountSketch): WindowCountSketch = {
-    buffer.merge(other)
-    buffer
-  }
 
   override def eval(buffer: WindowCountSketch): Any = buffer.estimate
-
-  override def serialize(buffer: WindowCountSketch): Array[Byte] =
-    SketchFormat.serialize(buffer)
-
-  override def deserialize(bytes: Array[Byte]): WindowCountSketch =
-    SketchFormat.deserialize(bytes)
 
   override def nullable: Boolean = false
 
   override def defaultResult: Option[Literal] = Some(Literal(0L))
 
   override def dataType: DataType = LongType
-
-  override def first: Expression = v
-  override def second: Expression = ts
-  override def third: Expression = window
-  override def fourth: Expression = eps
 
   override protected def withNewChildrenInternal(
       newV: Expression, newTs: Expression, newWindow: Expression, newEps: Expression)

@@ -17,7 +17,10 @@ object FunctionRegistrations {
   val Since = "0.1.0"
 
   val all: Seq[Registration] = Seq(
-    registration[ApproxWindowCount](ApproxWindowCount.Name))
+    registration[ApproxWindowCount](ApproxWindowCount.Name),
+    registration[WindowSketchAgg](WindowSketchAgg.Name),
+    registration[WindowSketchMerge](WindowSketchMerge.Name),
+    registration[WindowSketchEstimate](WindowSketchEstimate.Name))
 
   /**
    * Adds every function to a live session's registry, under the qualified system name that

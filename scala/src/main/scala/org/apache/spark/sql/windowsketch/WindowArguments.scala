@@ -46,6 +46,13 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
     if (tsType == DateType) value.asInstanceOf[Int] * MicrosPerDay
     else integralValue(value, tsType) // timestamps are longs of microseconds
 
+  /** A point of the time axis for messages: an instant for microseconds, else a position. */
+  def describeTime(t: Long, microseconds: Boolean): String =
+    if (!microseconds) t.toString
+    else java.time.Instant.EPOCH
+      .plusSeconds(Math.floorDiv(t, 1000000L))
+      .plusNanos(Math.floorMod(t, 1000000L) * 1000L).toString
+
   /** A non-null value of an integral (or microsecond timestamp) type as a long. */
   def integralValue(value: Any, t: DataType): Long = t match {
     case ByteType => value.asInstanceOf[Byte].toLong

@@ -1,0 +1,83 @@
+package org.apache.spark.sql.windowsketch
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.TypeCheckSuccess
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
+import org.apache.spark.sql.catalyst.trees.QuaternaryLike
+import org.apache.spark.sql.types.{BooleanType, DataType}
+
+import windowsketch.core.{DyadicWindowSketch, SketchFormat, WindowCountSketch}
+
+/**
+ * What the aggregates over `(v, ts, window [, eps])` share: the argument checks, reading
+ * rows into a sketch, merging and the binary state. Subclasses choose the result.
+ */
+abstract class WindowCountAggregate
+  extends TypedImperativeAggregate[WindowCountSketch] with QuaternaryLike[Expression] {
+
+  def v: Expression
+  def ts: Expression
+  def window: Expression
+  def eps: Expression
+
+  // Lazy so the constants are read once, after the checks, never during tree transforms.
+  protected lazy val windowLength: Long =
+    WindowArguments.windowLength(window, ts).toOption.get
+  protected lazy val epsilon: Double = WindowArguments.epsValue(eps).toOption.get
+  private lazy val eventIsBoolean: Boolean = v.dataType == BooleanType
+  private lazy val tsType: DataType = ts.dataType
+  private lazy val microsecondTime: Boolean = WindowArguments.isTemporal(ts.dataType)
+
+  override def checkInputDataTypes(): TypeCheckResult =
+    Seq(
+      WindowArguments.checkEventType(v),
+      WindowArguments.checkTimeType(ts),
+      WindowArguments.windowLength(window, ts).left.getOrElse(TypeCheckSuccess),
+      WindowArguments.epsValue(eps).left.getOrElse(TypeCheckSuccess)
+    ).find(_.isFailure).getOrElse(TypeCheckSuccess)
+
+  /** The mergeable any-order sketch, tagged with the unit of the time axis. */
+  protected def labelled(sketch: WindowCountSketch): WindowCountSketch = {
+    sketch.microsecondTime = microsecondTime
+    sketch
+  }
+
+  override def createAggregationBuffer(): WindowCountSketch =
+    labelled(new DyadicWindowSketch(windowLength, epsilon))
+
+  override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch = {
+    val time = ts.eval(input)
+    if (time != null) buffer.update(WindowArguments.timeOf(time, tsType), isEvent(v.eval(input)))
+    buffer
+  }
+
+  private def isEvent(value: Any): Boolean = value match {
+    case null => false
+    case b: Boolean if eventIsBoolean => b
+    case n =>
+      val x = WindowArguments.integralValue(n, v.dataType)
+      if (x == 0L) false
+      else if (x == 1L) true
+      else throw new IllegalArgumentException(
+        s"$prettyName: argument `v` must be TRUE/FALSE or 0/1, got $x " +
+          "(for sums of larger values use a sum, not a count)")
+  }
+
+  override def merge(buffer: WindowCountSketch, other: WindowCountSketch): WindowCountSketch = {
+    buffer.merge(other)
+    buffer
+  }
+
+  override def serialize(buffer: WindowCountSketch): Array[Byte] =
+    SketchFormat.serialize(buffer)
+
+  override def deserialize(bytes: Array[Byte]): WindowCountSketch =
+    SketchFormat.deserialize(bytes)
+
+  override def first: Expression = v
+  override def second: Expression = ts
+  override def third: Expression = window
+  override def fourth: Expression = eps
+}
