@@ -59,11 +59,17 @@ class Sketches:
         out = np.frombuffer(bytes(packed), dtype=">i8").astype(np.int64)
         return out.reshape(len(events), self.replay.Columns())
 
-    def run_any_order(self, window: int, eps: float, ts, events):
-        """Mergeable sketch, per row: estimate, lower, upper, nodes (int64 columns)."""
-        packed = self.replay.runAnyOrder(window, float(eps), _longs(ts), _flags(events))
+    def run_any_order(self, window: int, eps: float, ts, weights):
+        """Mergeable sketch, per row: estimate, lower, upper, nodes (int64 columns).
+        `weights`: booleans for events, or non-negative integers for sums."""
+        packed = self.replay.runAnyOrder(window, float(eps), _longs(ts), _longs(weights))
         out = np.frombuffer(bytes(packed), dtype=">i8").astype(np.int64)
-        return out.reshape(len(events), self.replay.AnyOrderColumns())
+        return out.reshape(len(weights), self.replay.AnyOrderColumns())
+
+    def sub_windows(self, sketch, end: int, lengths):
+        """(estimate, lower, upper) rows, one per sub-window length."""
+        packed = self.replay.subWindows(sketch, end, _longs(lengths))
+        return np.frombuffer(bytes(packed), dtype=">i8").astype(np.int64).reshape(-1, 3)
 
     def new(self, window: int, eps: float):
         return self.replay.histogram(window, float(eps))

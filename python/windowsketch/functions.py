@@ -8,13 +8,14 @@ Spark Connect alike; the session needs the functions registered (see
 from __future__ import annotations
 
 import datetime
-from typing import Union
+from typing import Optional, Union
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 __all__ = [
-    "approx_window_count", "window_sketch", "window_sketch_estimate", "window_sketch_merge"]
+    "approx_window_count", "approx_window_count_bounds", "approx_window_sum", "window_sketch",
+    "window_sketch_bounds", "window_sketch_estimate", "window_sketch_merge"]
 
 ColumnOrName = Union[Column, str]
 WindowSpec = Union[int, datetime.timedelta, str, Column]
@@ -48,6 +49,34 @@ def _literal(value) -> Column:
     # An int becomes an integral literal, a timedelta a DAY TO SECOND interval and a string
     # an interval string: Spark checks each against the type of `ts`.
     return value if isinstance(value, Column) else F.lit(value)
+
+
+def _window_aggregate(name: str, v, ts, window, eps, v_name: str = "v") -> Column:
+    _check_column(v, v_name)
+    _check_column(ts, "ts")
+    _check_window(window)
+    _check_eps(eps)
+    return F.call_function(
+        name, _column(v), _column(ts), _literal(window),
+        _literal(eps if isinstance(eps, Column) else float(eps)))
+
+
+def _sketch_query(name: str, sketch, as_of, sub_window) -> Column:
+    _check_column(sketch, "sketch")
+    if as_of is None:
+        if sub_window is not None:
+            raise TypeError("`sub_window` needs `as_of`: the window it ends at")
+        return F.call_function(name, _column(sketch))
+    if isinstance(as_of, bool) or not isinstance(
+            as_of, (str, Column, datetime.date, int)):
+        raise TypeError(
+            "`as_of` must be a column name, a Column, a datetime, a date or an int, got "
+            f"{as_of!r}")
+    end = F.col(as_of) if isinstance(as_of, str) else _literal(as_of)
+    if sub_window is None:
+        return F.call_function(name, _column(sketch), end)
+    _check_window(sub_window)
+    return F.call_function(name, _column(sketch), end, _literal(sub_window))
 
 
 def approx_window_count(
@@ -113,13 +142,7 @@ def approx_window_count(
     |  4|     2|
     +---+------+
     """
-    _check_column(v, "v")
-    _check_column(ts, "ts")
-    _check_window(window)
-    _check_eps(eps)
-    return F.call_function(
-        "approx_window_count", _column(v), _column(ts), _literal(window),
-        _literal(eps if isinstance(eps, Column) else float(eps)))
+    return _window_aggregate("approx_window_count", v, ts, window, eps)
 
 
 def window_sketch(
@@ -153,13 +176,7 @@ def window_sketch(
     |  2|
     +---+
     """
-    _check_column(v, "v")
-    _check_column(ts, "ts")
-    _check_window(window)
-    _check_eps(eps)
-    return F.call_function(
-        "window_sketch", _column(v), _column(ts), _literal(window),
-        _literal(eps if isinstance(eps, Column) else float(eps)))
+    return _window_aggregate("window_sketch", v, ts, window, eps)
 
 
 def window_sketch_merge(sketch: ColumnOrName) -> Column:
@@ -180,9 +197,11 @@ def window_sketch_merge(sketch: ColumnOrName) -> Column:
     return F.call_function("window_sketch_merge", _column(sketch))
 
 
+AsOf = Union[ColumnOrName, datetime.datetime, datetime.date, int, None]
+
+
 def window_sketch_estimate(
-    sketch: ColumnOrName,
-    as_of: Union[ColumnOrName, datetime.datetime, datetime.date, int, None] = None,
+    sketch: ColumnOrName, as_of: AsOf = None, sub_window: Optional[WindowSpec] = None,
 ) -> Column:
     """The approximate event count of a window sketch, within the sketch's eps.
 
@@ -194,19 +213,93 @@ def window_sketch_estimate(
         Where the window ends; by default the sketch's largest ``ts``. A datetime/date
         (or temporal column) for sketches over time, an int for sketches over positions;
         it may not be earlier than the sketch's largest ``ts``.
+    sub_window : int, timedelta or interval string, optional
+        A shorter window to count, ending at ``as_of`` (which it needs): any length up to
+        the sketch's window keeps the same relative error guarantee.
 
     Returns
     -------
     :class:`~pyspark.sql.Column`
         BIGINT; NULL when the sketch or ``as_of`` is NULL.
     """
-    _check_column(sketch, "sketch")
-    if as_of is None:
-        return F.call_function("window_sketch_estimate", _column(sketch))
-    if isinstance(as_of, bool) or not isinstance(
-            as_of, (str, Column, datetime.date, int)):
-        raise TypeError(
-            "`as_of` must be a column name, a Column, a datetime, a date or an int, got "
-            f"{as_of!r}")
-    end = F.col(as_of) if isinstance(as_of, str) else _literal(as_of)
-    return F.call_function("window_sketch_estimate", _column(sketch), end)
+    return _sketch_query("window_sketch_estimate", sketch, as_of, sub_window)
+
+
+def window_sketch_bounds(
+    sketch: ColumnOrName, as_of: AsOf = None, sub_window: Optional[WindowSpec] = None,
+) -> Column:
+    """Like :func:`window_sketch_estimate`, with certified bounds.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        STRUCT<estimate BIGINT, lower BIGINT, upper BIGINT> with
+        ``lower <= exact <= upper`` always; NULL when the sketch or ``as_of`` is NULL.
+    """
+    return _sketch_query("window_sketch_bounds", sketch, as_of, sub_window)
+
+
+def approx_window_count_bounds(
+    v: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """:func:`approx_window_count` with certified bounds.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        STRUCT<estimate BIGINT, lower BIGINT, upper BIGINT>: the estimate within
+        ``eps * exact`` of the exact count, and ``lower <= exact <= upper`` always. A
+        width of 0 means the estimate is exact.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> w = Window.partitionBy("host").orderBy("ts")
+    >>> logs.select("ts", approx_window_count_bounds(
+    ...     logs.status == 404, "ts", "10 minutes").over(w).alias("b")) \\
+    ...     .select("ts", "b.estimate", "b.lower", "b.upper")
+    """
+    return _window_aggregate("approx_window_count_bounds", v, ts, window, eps)
+
+
+def approx_window_sum(
+    value: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Approximate sum of non-negative integers in a sliding window, within ``eps``.
+
+    Works as :func:`approx_window_count` does -- a moving sum per row over a window
+    frame, one per group in ``groupBy().agg()``, in any row order -- with
+    ``|result - exact| <= eps * exact`` on every output. Adding a value costs O(1)
+    however large it is.
+
+    Parameters
+    ----------
+    value : :class:`~pyspark.sql.Column` or str
+        An integral column of values >= 0 (a negative value is an error naming it; NULL
+        adds nothing). For decimal amounts, sum an integral count of the smallest unit,
+        e.g. ``(F.col("price") * 100).cast("bigint")`` for cents.
+    ts, window, eps
+        As for :func:`approx_window_count`.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> df = spark.createDataFrame([(1, 5), (2, 0), (3, 100), (4, 7)], "ts INT, qty INT")
+    >>> df.select("ts", approx_window_sum("qty", "ts", 3).over(Window.orderBy("ts"))
+    ...           .alias("moving")).show()
+    +---+------+
+    | ts|moving|
+    +---+------+
+    |  1|     5|
+    |  2|     5|
+    |  3|   105|
+    |  4|   107|
+    +---+------+
+    """
+    return _window_aggregate("approx_window_sum", value, ts, window, eps, v_name="value")

@@ -110,3 +110,18 @@ def test_register_refuses_a_connect_session():
 
     with pytest.raises(RuntimeError, match="needs a classic SparkSession"):
         windowsketch.register(ConnectLike())
+
+
+def test_sub_window_needs_as_of():
+    from windowsketch.functions import window_sketch_estimate
+
+    with pytest.raises(TypeError, match="`sub_window` needs `as_of`"):
+        window_sketch_estimate("s", sub_window="1 hour")
+
+
+@pytest.mark.parametrize("as_of", [1.5, True, [1]])
+def test_bad_as_of_raises_type_error(as_of):
+    from windowsketch.functions import window_sketch_bounds
+
+    with pytest.raises(TypeError, match="`as_of` must be"):
+        window_sketch_bounds("s", as_of)

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SHARED_DATA
 from windowsketch.demo import NASA_LOG
 
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "sql-examples", "*.sql")))
@@ -21,11 +21,13 @@ def test_sql_example_prints_expected_rows(path, tmp_path):
         expected = f.read()
     result = subprocess.run(
         ["windowsketch", "sql", "--conf", "spark.ui.enabled=false",
-         "--hivevar", f"nasa_log={NASA_LOG}", "-f", path],
+         "--hivevar", f"nasa_log={NASA_LOG}",
+         "--hivevar", f"retail_log={os.path.join(SHARED_DATA, 'online_retail_2010-2011.csv.gz')}",
+         "-f", path],
         cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout == expected
 
 
 def test_examples_exist():
-    assert len(EXAMPLES) >= 2
+    assert len(EXAMPLES) >= 3

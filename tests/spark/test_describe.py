@@ -5,7 +5,9 @@ import re
 
 import pytest
 
-FUNCTIONS = ["approx_window_count", "window_sketch", "window_sketch_merge", "window_sketch_estimate"]
+FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window_sum",
+             "window_sketch", "window_sketch_merge", "window_sketch_estimate",
+             "window_sketch_bounds"]
 
 
 def describe(spark, name: str) -> str:

@@ -50,9 +50,11 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
   /** Nodes held, compressed or not. */
   def nodeCount: Int = size + pending
 
-  def update(ts: Long, isEvent: Boolean): Unit = {
+  /** Counts `weight` at `ts`, in any order: O(1) whatever the weight, amortized. */
+  def add(ts: Long, weight: Long): Unit = {
+    if (weight < 0) throw new IllegalArgumentException(s"negative weight $weight")
     advanceTo(ts)
-    if (isEvent && !isExpired(ts)) addPending(0, ts, 1L)
+    if (weight > 0 && !isExpired(ts)) addPending(0, ts, weight)
   }
 
   def advanceTo(ts: Long): Unit =
@@ -75,22 +77,32 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     case _ => throw new IllegalArgumentException("cannot merge a time-ordered histogram")
   }
 
-  def estimate: Long = { val (l, x) = query(); l + x / 2 }
-  def lowerBound: Long = query()._1
-  def upperBound: Long = { val (l, x) = query(); l + x }
+  def estimate: Long = bounds(0)
+  def lowerBound: Long = bounds(1)
+  def upperBound: Long = bounds(2)
+  override def bounds: Array[Long] = boundsAt(nowTs, window)
 
-  /** (L, X): counts wholly inside the window and counts straddling its left edge. */
-  private def query(): (Long, Long) = {
+  /**
+   * (estimate, lower, upper) for the window `(end - length, end]`, any `length` up to
+   * `window` and any `end` from `now` on: (I) does not depend on the window, so sub-windows
+   * keep the same guarantee. L counts the nodes starting inside it, X those straddling its
+   * left edge; the exact count is in [L, L + X].
+   */
+  def boundsAt(end: Long, length: Long): Array[Long] = {
+    require(length > 0 && length <= window, s"sub-window $length must be in [1, $window]")
+    require(!seenAny || end >= nowTs, s"the window must end at or after now ($nowTs), not $end")
     var inside = 0L
     var straddling = 0L
+    def starts(ts: Long): Boolean =
+      ts <= end && java.lang.Long.compareUnsigned(end - ts, length) < 0
     def visit(level: Int, lo: Long, count: Long): Unit =
-      if (afterEdge(lo)) inside += count
-      else if (afterEdge(last(level, lo))) straddling += count
+      if (starts(lo)) inside += count
+      else if (lo < end && starts(math.min(last(level, lo), end))) straddling += count
     var i = 0
     while (i < size) { visit(levels(i), los(i), counts(i)); i += 1 }
     i = 0
     while (i < pending) { visit(pendingLevels(i), pendingLos(i), pendingCounts(i)); i += 1 }
-    (inside, straddling)
+    Array(inside + straddling / 2, inside, inside + straddling)
   }
 
   /** True if `ts` lies inside the window `(now - window, now]` (or after now). */
@@ -147,7 +159,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
       val j = order(i)
       if (afterEdge(last(lv(j), lo(j)))) {
         if (n > 0 && levels(n - 1) == lv(j) && los(n - 1) == lo(j)) {
-          counts(n - 1) += ct(j)
+          counts(n - 1) = DyadicWindowSketch.plus(counts(n - 1), ct(j))
         } else {
           if (n == levels.length) grow(math.max(16, 2 * n))
           levels(n) = lv(j); los(n) = lo(j); counts(n) = ct(j)
@@ -170,7 +182,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
   private def collapse(n: Int): Int = {
     val prefix = new Array[Long](n + 1)
     var i = 0
-    while (i < n) { prefix(i + 1) = prefix(i) + counts(i); i += 1 }
+    while (i < n) { prefix(i + 1) = DyadicWindowSketch.plus(prefix(i), counts(i)); i += 1 }
     val out = new NodeBuffer(n)
     val rootMask = -1L << height
     var a = 0
@@ -281,6 +293,14 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
 object DyadicWindowSketch {
   /** The node cap: past it the sketch coarsens eps (and says so) rather than grow. */
   val MaxNodes = 4096
+
+  /** Counts are sums of weights: overflowing a long is an error, never a wrap-around. */
+  private def plus(a: Long, b: Long): Long =
+    try Math.addExact(a, b)
+    catch {
+      case _: ArithmeticException =>
+        throw new ArithmeticException("the sum of the window's values overflows BIGINT")
+    }
 }
 
 /** Appends compressed nodes. */

@@ -62,15 +62,19 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
 
   /**
    * Observes one row: moves `now` forward to `ts` (whether or not it is an event), expires
-   * buckets that left the window and, if `isEvent`, counts one event at `ts`.
+   * buckets that left the window and, if `weight` is 1, counts one event at `ts`.
    *
    * An event older than the window is dropped. An event inside the window but older than
    * the newest one already counted cannot be placed in a time-ordered histogram: it throws
    * [[OutOfOrderEventException]] rather than give a wrong count.
    */
-  def update(ts: Long, isEvent: Boolean): Unit = {
+  def add(ts: Long, weight: Long): Unit = {
+    if (weight != 0L && weight != 1L) {
+      throw new IllegalArgumentException(
+        s"the time-ordered histogram counts events of weight 1, got weight $weight")
+    }
     advanceTo(ts)
-    if (isEvent && !isExpired(ts)) {
+    if (weight == 1L && !isExpired(ts)) {
       if (topLevel >= 0) {
         val newest = newestTs(slot(0, ringSize(0) - 1))
         if (ts < newest) throw new OutOfOrderEventException(ts, newest)

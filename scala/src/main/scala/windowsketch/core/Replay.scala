@@ -41,18 +41,21 @@ object Replay {
   val AnyOrderColumns = 4
 
   /**
-   * Like [[run]] for the mergeable sketch, rows in any order.
+   * Like [[run]] for the mergeable sketch, rows in any order, each with a weight (1 for an
+   * event, 0 for none, any non-negative value for sums).
    * @return per row: estimate, lower bound, upper bound and node count
    */
   def runAnyOrder(window: Long, eps: Double, timestamps: Array[Byte],
-      events: Array[Byte]): Array[Byte] = {
-    require(timestamps.length == 8 * events.length, "one 8-byte timestamp per event byte")
+      weights: Array[Byte]): Array[Byte] = {
+    require(timestamps.length == weights.length, "one 8-byte weight per 8-byte timestamp")
     val d = new DyadicWindowSketch(window, eps)
     val in = ByteBuffer.wrap(timestamps)
-    val out = ByteBuffer.allocate(8 * AnyOrderColumns * events.length)
+    val w = ByteBuffer.wrap(weights)
+    val rows = timestamps.length / 8
+    val out = ByteBuffer.allocate(8 * AnyOrderColumns * rows)
     var i = 0
-    while (i < events.length) {
-      d.update(in.getLong(), events(i) != 0)
+    while (i < rows) {
+      d.add(in.getLong(), w.getLong())
       out.putLong(d.estimate).putLong(d.lowerBound).putLong(d.upperBound).putLong(d.nodeCount)
       i += 1
     }
@@ -65,6 +68,14 @@ object Replay {
     val in = ByteBuffer.wrap(timestamps)
     var i = 0
     while (i < events.length) { sketch.update(in.getLong(), events(i) != 0); i += 1 }
+  }
+
+  /** (estimate, lower, upper) for each sub-window length, of the window ending at `end`. */
+  def subWindows(sketch: DyadicWindowSketch, end: Long, lengths: Array[Byte]): Array[Byte] = {
+    val in = ByteBuffer.wrap(lengths)
+    val out = ByteBuffer.allocate(3 * lengths.length)
+    while (in.hasRemaining) sketch.boundsAt(end, in.getLong()).foreach(b => out.putLong(b))
+    out.array()
   }
 
   /** Compresses `sketch` and checks its invariant: null if it holds, else the problem. */

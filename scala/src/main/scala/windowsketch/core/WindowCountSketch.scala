@@ -1,8 +1,8 @@
 package windowsketch.core
 
 /**
- * A count of events in the sliding window `(now - window, now]`, where `now` is the largest
- * timestamp seen, with `|estimate - exact| <= eps * exact` and certified bounds
+ * A count (or a sum of non-negative weights) of events in the sliding window
+ * `(now - window, now]`, where `now` is the largest timestamp seen, with `|estimate - exact| <= eps * exact` and certified bounds
  * `lowerBound <= exact <= upperBound`. Two implementations: [[ExponentialHistogram]] for
  * rows in time order (O(1) estimate), [[DyadicWindowSketch]] for any order and merges.
  */
@@ -18,11 +18,15 @@ trait WindowCountSketch {
   def hasTime: Boolean
   /** The largest timestamp seen; only meaningful when [[hasTime]]. */
   def now: Long
+  /** Observes one row at `ts`: moves `now` forward and counts `weight` (>= 0) at `ts`. */
+  def add(ts: Long, weight: Long): Unit
   /** Observes one row at `ts`: moves `now` forward and, if `isEvent`, counts it. */
-  def update(ts: Long, isEvent: Boolean): Unit
+  def update(ts: Long, isEvent: Boolean): Unit = add(ts, if (isEvent) 1L else 0L)
   /** Adds `other`'s events to this sketch; both must have the same window and eps. */
   def merge(other: WindowCountSketch): Unit
   def estimate: Long
   def lowerBound: Long
   def upperBound: Long
+  /** (estimate, lower bound, upper bound) at once. */
+  def bounds: Array[Long] = Array(estimate, lowerBound, upperBound)
 }

@@ -57,4 +57,38 @@ object functions {
   /** The sketch's count in its window ending at `asOf`. */
   def window_sketch_estimate(sketch: Column, asOf: Column): Column =
     call_function("window_sketch_estimate", sketch, asOf)
+
+  /** The sketch's count in the window of length `subWindow` ending at `asOf`. */
+  def window_sketch_estimate(sketch: Column, asOf: Column, subWindow: Column): Column =
+    call_function("window_sketch_estimate", sketch, asOf, subWindow)
+
+  /** STRUCT(estimate, lower, upper) of the sketch's count; see `window_sketch_bounds`. */
+  def window_sketch_bounds(sketch: Column): Column =
+    call_function("window_sketch_bounds", sketch)
+
+  def window_sketch_bounds(sketch: Column, asOf: Column): Column =
+    call_function("window_sketch_bounds", sketch, asOf)
+
+  def window_sketch_bounds(sketch: Column, asOf: Column, subWindow: Column): Column =
+    call_function("window_sketch_bounds", sketch, asOf, subWindow)
+
+  /** approx_window_count with certified bounds: STRUCT(estimate, lower, upper). */
+  def approx_window_count_bounds(v: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_count_bounds", v, ts, window, eps)
+
+  def approx_window_count_bounds(v: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_count_bounds", v, ts, window)
+
+  /**
+   * The approximate sum of the non-negative integral `value`s in the sliding window, with
+   * |result - exact| <= eps * exact; see `approx_window_sum`.
+   */
+  def approx_window_sum(value: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_sum", value, ts, window, eps)
+
+  def approx_window_sum(value: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_sum", value, ts, window)
+
+  def approx_window_sum(value: String, ts: String, window: Any, eps: Double): Column =
+    approx_window_sum(col(value), col(ts), lit(window), lit(eps))
 }

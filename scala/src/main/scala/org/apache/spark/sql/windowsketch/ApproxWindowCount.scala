@@ -1,8 +1,9 @@
 package org.apache.spark.sql.windowsketch
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription, Literal}
-import org.apache.spark.sql.types.{DataType, LongType}
+import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription,
+  GenericInternalRow, Literal}
+import org.apache.spark.sql.types.{DataType, LongType, StructField, StructType}
 
 import windowsketch.core.{ExponentialHistogram, OutOfOrderEventException, WindowCountSketch}
 
@@ -59,7 +60,7 @@ case class ApproxWindowCount(
     orderedInput: Boolean = false,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends WindowCountAggregate {
+  extends OrderedCountAggregate {
 
   def this(v: Expression, ts: Expression, window: Expression, eps: Expression) =
     this(v, ts, window, eps, false, 0, 0)
@@ -69,20 +70,7 @@ case class ApproxWindowCount(
 
   override def prettyName: String = ApproxWindowCount.Name
 
-  /**
-   * `orderedInput` is set by [[OrderedWindowFrames]] when the aggregate runs in a running
-   * frame ordered by `ts`: rows then arrive in time order and are never merged, which is
-   * what the histogram needs. Everything else gets the mergeable any-order sketch.
-   */
-  override def createAggregationBuffer(): WindowCountSketch =
-    if (orderedInput) labelled(new ExponentialHistogram(windowLength, epsilon))
-    else super.createAggregationBuffer()
-
-  override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch =
-    try super.update(buffer, input)
-    catch {
-      case e: OutOfOrderEventException => throw ApproxWindowCount.outOfOrder(e)
-    }
+  override def withOrderedInput: ApproxWindowCount = copy(orderedInput = true)
 
   override def eval(buffer: WindowCountSketch): Any = buffer.estimate
 
@@ -105,9 +93,111 @@ case class ApproxWindowCount(
 
 object ApproxWindowCount {
   val Name = "approx_window_count"
+}
 
-  def outOfOrder(e: OutOfOrderEventException): Throwable =
-    new IllegalStateException(
-      s"$Name: an event at ts=${e.ts} arrived after an event at ts=${e.newest} in a window " +
-        "frame ordered by ts; please report this with the query", e)
+/**
+ * A count that can run on the time-ordered histogram: in a running frame ordered by `ts`,
+ * [[OrderedWindowFrames]] sets `orderedInput`, as rows then arrive in time order and are
+ * never merged. Everything else gets the mergeable any-order sketch.
+ */
+abstract class OrderedCountAggregate extends WindowCountAggregate {
+  def orderedInput: Boolean
+
+  /** This aggregate with `orderedInput` set. */
+  def withOrderedInput: OrderedCountAggregate
+
+  override def createAggregationBuffer(): WindowCountSketch =
+    if (orderedInput) labelled(new ExponentialHistogram(windowLength, epsilon))
+    else super.createAggregationBuffer()
+
+  override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch =
+    try super.update(buffer, input)
+    catch {
+      case e: OutOfOrderEventException =>
+        throw new IllegalStateException(
+          s"$prettyName: an event at ts=${e.ts} arrived after an event at ts=${e.newest} in " +
+            "a window frame ordered by ts; please report this with the query", e)
+    }
+}
+
+// scalastyle:off line.size.limit
+@ExpressionDescription(
+  usage = """
+    _FUNC_(v, ts, window[, eps]) - Returns approx_window_count's estimate with certified
+      bounds: a struct (estimate, lower, upper) with lower <= exact <= upper always and
+      |estimate - exact| <= eps * exact.
+  """,
+  arguments = """
+    Arguments:
+      * v, ts, window, eps - as for approx_window_count.
+  """,
+  examples = """
+    Examples:
+      > SELECT ts, _FUNC_(v, ts, 3) OVER (ORDER BY ts) FROM VALUES (1, true), (2, false), (3, true), (4, true) AS t(ts, v);
+       1	Row(estimate=1, lower=1, upper=1)
+       2	Row(estimate=1, lower=1, upper=1)
+       3	Row(estimate=2, lower=2, upper=2)
+       4	Row(estimate=2, lower=2, upper=2)
+  """,
+  note = """
+    The bounds are exact whenever the sketch can tell, and their width is what the
+    estimate could be off by: a width of 0 means the estimate is exact.
+  """,
+  group = "agg_funcs",
+  since = "0.1.0")
+// scalastyle:on line.size.limit
+case class ApproxWindowCountBounds(
+    v: Expression,
+    ts: Expression,
+    window: Expression,
+    eps: Expression,
+    orderedInput: Boolean = false,
+    mutableAggBufferOffset: Int = 0,
+    inputAggBufferOffset: Int = 0)
+  extends OrderedCountAggregate {
+
+  def this(v: Expression, ts: Expression, window: Expression, eps: Expression) =
+    this(v, ts, window, eps, false, 0, 0)
+
+  def this(v: Expression, ts: Expression, window: Expression) =
+    this(v, ts, window, Literal(WindowArguments.DefaultEps))
+
+  override def prettyName: String = ApproxWindowCountBounds.Name
+
+  override def withOrderedInput: ApproxWindowCountBounds = copy(orderedInput = true)
+
+  override def eval(buffer: WindowCountSketch): Any = Bounds.row(buffer.bounds)
+
+  override def nullable: Boolean = false
+
+  override def defaultResult: Option[Literal] = Some(Bounds.zero)
+
+  override def dataType: DataType = Bounds.Type
+
+  override protected def withNewChildrenInternal(
+      newV: Expression, newTs: Expression, newWindow: Expression, newEps: Expression)
+    : ApproxWindowCountBounds = copy(v = newV, ts = newTs, window = newWindow, eps = newEps)
+
+  override def withNewMutableAggBufferOffset(newOffset: Int): ApproxWindowCountBounds =
+    copy(mutableAggBufferOffset = newOffset)
+
+  override def withNewInputAggBufferOffset(newOffset: Int): ApproxWindowCountBounds =
+    copy(inputAggBufferOffset = newOffset)
+}
+
+object ApproxWindowCountBounds {
+  val Name = "approx_window_count_bounds"
+}
+
+/** The STRUCT<estimate, lower, upper> the bounds functions return. */
+private[windowsketch] object Bounds {
+  val Type: StructType = StructType(Seq(
+    StructField("estimate", LongType, nullable = false),
+    StructField("lower", LongType, nullable = false),
+    StructField("upper", LongType, nullable = false)))
+
+  def row(bounds: Array[Long]): InternalRow =
+    new GenericInternalRow(Array[Any](bounds(0), bounds(1), bounds(2)))
+
+  val zero: Literal = Literal(row(Array(0L, 0L, 0L)), Type)
 }

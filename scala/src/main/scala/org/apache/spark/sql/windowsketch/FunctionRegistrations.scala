@@ -18,9 +18,12 @@ object FunctionRegistrations {
 
   val all: Seq[Registration] = Seq(
     registration[ApproxWindowCount](ApproxWindowCount.Name),
+    registration[ApproxWindowCountBounds](ApproxWindowCountBounds.Name),
+    registration[ApproxWindowSum](ApproxWindowSum.Name),
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
-    registration[WindowSketchEstimate](WindowSketchEstimate.Name))
+    registration[WindowSketchEstimate](WindowSketchEstimate.Name),
+    registration[WindowSketchBounds](WindowSketchBounds.Name))
 
   /**
    * Adds every function to a live session's registry, under the qualified system name that

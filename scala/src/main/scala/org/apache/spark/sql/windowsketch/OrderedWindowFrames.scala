@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Window}
 import org.apache.spark.sql.catalyst.rules.Rule
 
 /**
- * Marks `approx_window_count` in running frames ordered by its own `ts` ascending
+ * Marks the counts (`approx_window_count`, `approx_window_count_bounds`) in running frames ordered by its own `ts` ascending
  * (`OVER (PARTITION BY k ORDER BY ts)`, RANGE or ROWS from UNBOUNDED PRECEDING to CURRENT
  * ROW): there Spark feeds each partition's rows once, in time order, and calls eval after
  * every row, so the time-ordered histogram answers in O(1). Spark knows the context only
@@ -18,14 +18,14 @@ object OrderedWindowFrames extends Rule[LogicalPlan] {
     case w: Window => w.transformExpressions {
       case we @ WindowExpression(ae: AggregateExpression, spec: WindowSpecDefinition) =>
         ae.aggregateFunction match {
-          case f: ApproxWindowCount if !f.orderedInput && runsInTimeOrder(spec, f) =>
-            we.copy(windowFunction = ae.copy(aggregateFunction = f.copy(orderedInput = true)))
+          case f: OrderedCountAggregate if !f.orderedInput && runsInTimeOrder(spec, f) =>
+            we.copy(windowFunction = ae.copy(aggregateFunction = f.withOrderedInput))
           case _ => we
         }
     }
   }
 
-  private def runsInTimeOrder(spec: WindowSpecDefinition, f: ApproxWindowCount): Boolean =
+  private def runsInTimeOrder(spec: WindowSpecDefinition, f: OrderedCountAggregate): Boolean =
     spec.frameSpecification match {
       case SpecifiedWindowFrame(_, UnboundedPreceding, CurrentRow) =>
         spec.orderSpec.headOption.exists { order =>

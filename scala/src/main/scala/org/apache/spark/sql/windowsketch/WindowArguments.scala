@@ -37,9 +37,9 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
       unexpectedType(0, "(\"BOOLEAN\" or an integral type holding 0 or 1)", v)
     }
 
-  def checkTimeType(ts: Expression): TypeCheckResult =
+  def checkTimeType(ts: Expression, index: Int = 1): TypeCheckResult =
     if (isTemporal(ts.dataType) || isIntegral(ts.dataType)) TypeCheckSuccess
-    else unexpectedType(1, "(\"TIMESTAMP\" or \"TIMESTAMP_NTZ\" or \"DATE\" or an integral type)", ts)
+    else unexpectedType(index, "(\"TIMESTAMP\" or \"TIMESTAMP_NTZ\" or \"DATE\" or an integral type)", ts)
 
   /** Converts a non-null `ts` value of a checked type to the core's long time axis. */
   def timeOf(value: Any, tsType: DataType): Long =
@@ -66,7 +66,9 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
    * Integral `ts`: N positions, `(now - N, now]`. Temporal `ts`: a day-time interval `w`,
    * `[now - w, now]` in microseconds, which is the half-open window of length `w + 1`.
    */
-  def windowLength(window: Expression, ts: Expression): Either[TypeCheckResult, Long] = {
+  def windowLength(
+      window: Expression, ts: Expression, name: String = "window",
+      tsName: String = "ts"): Either[TypeCheckResult, Long] = {
     val temporal = isTemporal(ts.dataType)
     val typeOk = window.dataType match {
       case _: DayTimeIntervalType | CalendarIntervalType | StringType => temporal
@@ -76,11 +78,12 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
       val hint =
         if (temporal) "; for the last N rows use an integral position as `ts`, e.g. row_number()"
         else "; for a time window use a TIMESTAMP `ts`"
-      return Left(badWindow(ts, window, s"has the type ${toSQLType(window.dataType)}", hint))
+      return Left(badWindow(ts, window, s"has the type ${toSQLType(window.dataType)}", hint,
+        name, tsName))
     }
-    if (!window.foldable) return Left(nonFoldable("window", window))
+    if (!window.foldable) return Left(nonFoldable(name, window))
     val value = window.eval()
-    if (value == null) return Left(unexpectedNull("window"))
+    if (value == null) return Left(unexpectedNull(name))
     val length: Option[Long] = (window.dataType, value) match {
       case (_: DayTimeIntervalType, micros: Long) => Some(micros)
       case (CalendarIntervalType, ci: CalendarInterval) => dayTimeMicros(ci)
@@ -93,13 +96,13 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
         Right(if (temporal) { if (n == Long.MaxValue) n else n + 1 } else n)
       case _ if temporal =>
         Left(badWindow(ts, window, "is not a positive day-time interval",
-          "; months and years have no fixed length"))
-      case _ => Left(outOfRange("window", "(0, 9223372036854775807]", window.sql))
+          "; months and years have no fixed length", name, tsName))
+      case _ => Left(outOfRange(name, "(0, 9223372036854775807]", window.sql))
     }
   }
 
-  private def badWindow(
-      ts: Expression, window: Expression, problem: String, hint: String): TypeCheckResult = {
+  private def badWindow(ts: Expression, window: Expression, problem: String, hint: String,
+      name: String, tsName: String): TypeCheckResult = {
     val expected =
       if (isTemporal(ts.dataType)) {
         "a positive day-time interval such as INTERVAL 10 MINUTES or '10 minutes'"
@@ -107,7 +110,7 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
     DataTypeMismatch(
       errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
       messageParameters = Map(
-        "msg" -> (s"The ${toSQLId("window")} must be $expected when ${toSQLId("ts")} has the " +
+        "msg" -> (s"The ${toSQLId(name)} must be $expected when ${toSQLId(tsName)} has the " +
           s"type ${toSQLType(ts.dataType)}, but ${toSQLExpr(window)} $problem"),
         "hint" -> hint))
   }
@@ -136,7 +139,7 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
     else Left(outOfRange("eps", s"[${ExponentialHistogram.MinEps}, 1)", e.toString))
   }
 
-  private def unexpectedType(index: Int, required: String, e: Expression): TypeCheckResult =
+  def unexpectedType(index: Int, required: String, e: Expression): TypeCheckResult =
     DataTypeMismatch(
       errorSubClass = "UNEXPECTED_INPUT_TYPE",
       messageParameters = Map(

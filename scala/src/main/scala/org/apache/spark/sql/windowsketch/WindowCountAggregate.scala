@@ -30,9 +30,12 @@ abstract class WindowCountAggregate
   private lazy val tsType: DataType = ts.dataType
   private lazy val microsecondTime: Boolean = WindowArguments.isTemporal(ts.dataType)
 
+  /** Which types `v` may have: events (BOOLEAN or 0/1) unless a subclass says otherwise. */
+  protected def checkValueType: TypeCheckResult = WindowArguments.checkEventType(v)
+
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(
-      WindowArguments.checkEventType(v),
+      checkValueType,
       WindowArguments.checkTimeType(ts),
       WindowArguments.windowLength(window, ts).left.getOrElse(TypeCheckSuccess),
       WindowArguments.epsValue(eps).left.getOrElse(TypeCheckSuccess)
@@ -49,20 +52,20 @@ abstract class WindowCountAggregate
 
   override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch = {
     val time = ts.eval(input)
-    if (time != null) buffer.update(WindowArguments.timeOf(time, tsType), isEvent(v.eval(input)))
+    if (time != null) buffer.add(WindowArguments.timeOf(time, tsType), weightOf(v.eval(input)))
     buffer
   }
 
-  private def isEvent(value: Any): Boolean = value match {
-    case null => false
-    case b: Boolean if eventIsBoolean => b
+  /** What a row adds: 1 for an event, 0 otherwise (NULL included). */
+  protected def weightOf(value: Any): Long = value match {
+    case null => 0L
+    case b: Boolean if eventIsBoolean => if (b) 1L else 0L
     case n =>
       val x = WindowArguments.integralValue(n, v.dataType)
-      if (x == 0L) false
-      else if (x == 1L) true
+      if (x == 0L || x == 1L) x
       else throw new IllegalArgumentException(
         s"$prettyName: argument `v` must be TRUE/FALSE or 0/1, got $x " +
-          "(for sums of larger values use a sum, not a count)")
+          "(for sums of larger values use approx_window_sum)")
   }
 
   override def merge(buffer: WindowCountSketch, other: WindowCountSketch): WindowCountSketch = {

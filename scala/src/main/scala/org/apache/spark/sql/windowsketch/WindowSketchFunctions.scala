@@ -3,16 +3,16 @@ package org.apache.spark.sql.windowsketch
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{DataTypeMismatch, TypeCheckSuccess}
-import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression,
-  ExpressionDescription, Literal}
+import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription, Literal,
+  TernaryExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.trees.UnaryLike
 import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
-import windowsketch.core.{CorruptSketchException, IncompatibleSketchException, SketchFormat,
-  WindowCountSketch}
+import windowsketch.core.{CorruptSketchException, DyadicWindowSketch,
+  IncompatibleSketchException, SketchFormat, WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -193,12 +193,83 @@ object WindowSketchMerge {
   val Name = "window_sketch_merge"
 }
 
+/**
+ * A query of a sketch column: the window ending at `as_of` (default: the sketch's largest
+ * ts) and `sub_window` long (default: the sketch's window). Arguments left out are NULL
+ * literals of type NULL, which is what the shorter SQL forms pass.
+ */
+abstract class SketchQuery extends TernaryExpression with CodegenFallback {
+  def sketch: Expression
+  def asOf: Expression
+  def subWindow: Expression
+
+  override def first: Expression = sketch
+  override def second: Expression = asOf
+  override def third: Expression = subWindow
+
+  private def asOfGiven: Boolean = asOf.dataType != NullType
+  private def subWindowGiven: Boolean = subWindow.dataType != NullType
+
+  private lazy val subWindowLength: Long =
+    WindowArguments.windowLength(subWindow, asOf, "sub_window", "as_of").toOption.get
+
+  override def checkInputDataTypes(): TypeCheckResult = {
+    val asOfCheck =
+      if (!asOfGiven) TypeCheckSuccess else WindowArguments.checkTimeType(asOf, index = 1)
+    val subWindowCheck =
+      if (!subWindowGiven) TypeCheckSuccess
+      else if (!asOfGiven) WindowArguments.unexpectedType(
+        1, "(\"TIMESTAMP\" or \"TIMESTAMP_NTZ\" or \"DATE\" or an integral type)", asOf)
+      else WindowArguments.windowLength(subWindow, asOf, "sub_window", "as_of")
+        .left.getOrElse(TypeCheckSuccess)
+    Seq(SketchInput.checkBinary(sketch), asOfCheck, subWindowCheck)
+      .find(_.isFailure).getOrElse(TypeCheckSuccess)
+  }
+
+  override def nullable: Boolean = sketch.nullable || (asOfGiven && asOf.nullable)
+
+  /** (estimate, lower, upper) of the sketch in the queried window, or null. */
+  protected def query(input: InternalRow): Array[Long] = {
+    val bytes = sketch.eval(input)
+    if (bytes == null) return null
+    val s = SketchInput.read(bytes.asInstanceOf[Array[Byte]], prettyName)
+    if (!asOfGiven) return s.bounds
+    val end = asOf.eval(input)
+    if (end == null) return null
+    val temporal = WindowArguments.isTemporal(asOf.dataType)
+    if (temporal != s.microsecondTime) {
+      throw new IllegalArgumentException(
+        s"$prettyName: the sketch counts ${if (s.microsecondTime) "time" else "positions"}" +
+          s" but as_of is of type ${asOf.dataType.sql}")
+    }
+    val t = WindowArguments.timeOf(end, asOf.dataType)
+    if (s.hasTime && t < s.now) {
+      throw new IllegalArgumentException(
+        s"$prettyName: as_of (${WindowArguments.describeTime(t, temporal)}) is earlier than " +
+          s"the sketch's latest ts (${WindowArguments.describeTime(s.now, temporal)}); the " +
+          "sketch cannot leave out events after as_of")
+    }
+    val length = if (subWindowGiven) subWindowLength else s.window
+    if (length > s.window) {
+      throw new IllegalArgumentException(
+        s"$prettyName: sub_window ${subWindow.sql} is longer than the sketch's window")
+    }
+    s match {
+      case d: DyadicWindowSketch => d.boundsAt(t, length)
+      case other if length == other.window => other.update(t, isEvent = false); other.bounds
+      case _ => throw new IllegalArgumentException(
+        s"$prettyName: sub-window queries need a sketch made by window_sketch")
+    }
+  }
+}
+
 // scalastyle:off line.size.limit
 @ExpressionDescription(
   usage = """
-    _FUNC_(sketch[, as_of]) - Returns the approximate number of events of a window sketch in
-      its window ending at `as_of` (default: the sketch's largest `ts`), within the sketch's
-      eps of the exact count.
+    _FUNC_(sketch[, as_of[, sub_window]]) - Returns the approximate number of events
+      of a window sketch in the window of length `sub_window` (default: the sketch's window)
+      ending at `as_of` (default: the sketch's largest `ts`), within the sketch's eps of the
+      exact count.
   """,
   arguments = """
     Arguments:
@@ -206,73 +277,82 @@ object WindowSketchMerge {
       * as_of - where the window ends: a TIMESTAMP, TIMESTAMP_NTZ or DATE for sketches over
           time, an integral position for sketches over positions. It may not be earlier than
           the sketch's largest `ts` (events after it would be counted). NULL gives NULL.
+      * sub_window - a constant no longer than the sketch's window: a day-time interval for
+          sketches over time, a number of positions otherwise. Any sub-window keeps the
+          sketch's relative error guarantee.
   """,
   examples = """
     Examples:
-      > SELECT _FUNC_(window_sketch(v, ts, 3)), _FUNC_(window_sketch(v, ts, 3), 6) FROM VALUES (1, true), (2, false), (3, true), (4, true) AS t(ts, v);
-       2	1
+      > SELECT _FUNC_(window_sketch(v, ts, 3)), _FUNC_(window_sketch(v, ts, 3), 6), _FUNC_(window_sketch(v, ts, 3), 4, 1) FROM VALUES (1, true), (2, false), (3, true), (4, true) AS t(ts, v);
+       2	1	1
   """,
   group = "misc_funcs",
   since = "0.1.0")
 // scalastyle:on line.size.limit
-case class WindowSketchEstimate(sketch: Expression, asOf: Expression)
-  extends BinaryExpression with CodegenFallback {
+case class WindowSketchEstimate(sketch: Expression, asOf: Expression, subWindow: Expression)
+  extends SketchQuery {
+
+  def this(sketch: Expression, asOf: Expression) = this(sketch, asOf, Literal(null, NullType))
 
   def this(sketch: Expression) = this(sketch, Literal(null, NullType))
 
   override def prettyName: String = WindowSketchEstimate.Name
 
-  override def left: Expression = sketch
-  override def right: Expression = asOf
-
-  private def asOfGiven: Boolean = asOf.dataType != NullType
-
-  override def checkInputDataTypes(): TypeCheckResult = {
-    val sketchCheck = SketchInput.checkBinary(sketch)
-    if (sketchCheck.isFailure) sketchCheck
-    else if (!asOfGiven || WindowArguments.isTemporal(asOf.dataType) ||
-        WindowArguments.isIntegral(asOf.dataType)) TypeCheckSuccess
-    else WindowArguments.checkTimeType(asOf) match {
-      case DataTypeMismatch(sub, params) =>
-        DataTypeMismatch(sub, params + ("paramIndex" -> "second"))
-      case other => other
-    }
-  }
-
-  override def nullable: Boolean = sketch.nullable || (asOfGiven && asOf.nullable)
-
   override def dataType: DataType = LongType
 
   override def eval(input: InternalRow): Any = {
-    val bytes = sketch.eval(input)
-    if (bytes == null) return null
-    val s = SketchInput.read(bytes.asInstanceOf[Array[Byte]], prettyName)
-    if (asOfGiven) {
-      val end = asOf.eval(input)
-      if (end == null) return null
-      val temporal = WindowArguments.isTemporal(asOf.dataType)
-      if (temporal != s.microsecondTime) {
-        throw new IllegalArgumentException(
-          s"$prettyName: the sketch counts ${if (s.microsecondTime) "time" else "positions"}" +
-            s" but as_of is of type ${asOf.dataType.sql}")
-      }
-      val t = WindowArguments.timeOf(end, asOf.dataType)
-      if (s.hasTime && t < s.now) {
-        throw new IllegalArgumentException(
-          s"$prettyName: as_of (${WindowArguments.describeTime(t, temporal)}) is earlier than " +
-            s"the sketch's latest ts (${WindowArguments.describeTime(s.now, temporal)}); the " +
-            "sketch cannot leave out events after as_of")
-      }
-      s.update(t, isEvent = false)
-    }
-    s.estimate
+    val bounds = query(input)
+    if (bounds == null) null else bounds(0)
   }
 
   override protected def withNewChildrenInternal(
-      newLeft: Expression, newRight: Expression): WindowSketchEstimate =
-    copy(sketch = newLeft, asOf = newRight)
+      newFirst: Expression, newSecond: Expression, newThird: Expression)
+    : WindowSketchEstimate = copy(sketch = newFirst, asOf = newSecond, subWindow = newThird)
 }
 
 object WindowSketchEstimate {
   val Name = "window_sketch_estimate"
+}
+
+// scalastyle:off line.size.limit
+@ExpressionDescription(
+  usage = """
+    _FUNC_(sketch[, as_of[, sub_window]]) - Returns window_sketch_estimate's estimate with
+      certified bounds: a struct (estimate, lower, upper) with lower <= exact <= upper.
+  """,
+  arguments = """
+    Arguments:
+      * sketch, as_of, sub_window - as for window_sketch_estimate.
+  """,
+  examples = """
+    Examples:
+      > SELECT _FUNC_(window_sketch(v, ts, 3)) FROM VALUES (1, true), (2, false), (3, true), (4, true) AS t(ts, v);
+       Row(estimate=2, lower=2, upper=2)
+  """,
+  group = "misc_funcs",
+  since = "0.1.0")
+// scalastyle:on line.size.limit
+case class WindowSketchBounds(sketch: Expression, asOf: Expression, subWindow: Expression)
+  extends SketchQuery {
+
+  def this(sketch: Expression, asOf: Expression) = this(sketch, asOf, Literal(null, NullType))
+
+  def this(sketch: Expression) = this(sketch, Literal(null, NullType))
+
+  override def prettyName: String = WindowSketchBounds.Name
+
+  override def dataType: DataType = Bounds.Type
+
+  override def eval(input: InternalRow): Any = {
+    val bounds = query(input)
+    if (bounds == null) null else Bounds.row(bounds)
+  }
+
+  override protected def withNewChildrenInternal(
+      newFirst: Expression, newSecond: Expression, newThird: Expression)
+    : WindowSketchBounds = copy(sketch = newFirst, asOf = newSecond, subWindow = newThird)
+}
+
+object WindowSketchBounds {
+  val Name = "window_sketch_bounds"
 }

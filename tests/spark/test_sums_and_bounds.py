@@ -1,0 +1,169 @@
+"""approx_window_sum, the bounds functions and sub-window queries in SQL, against exact
+Spark queries on every row."""
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pytest
+from pyspark.errors import AnalysisException
+
+from windowsketch.functions import (approx_window_count_bounds, approx_window_sum,
+                                    window_sketch, window_sketch_bounds,
+                                    window_sketch_estimate)
+
+ROWS = 8000
+
+
+@pytest.fixture(scope="module")
+def sales(spark):
+    """Three stores; quantities heavy-tailed with zeros and bursts of huge orders."""
+    rng = np.random.default_rng(31)
+    minutes = np.sort(rng.integers(0, 3 * 24 * 60, ROWS))
+    qty = np.floor(rng.pareto(1.3, ROWS) * 5).astype(np.int64)
+    qty[rng.random(ROWS) < 0.15] = 0
+    qty[rng.integers(0, ROWS, 20)] = 10**9
+    base = datetime.datetime(2024, 2, 1)
+    rows = [(int(s), i, base + datetime.timedelta(minutes=int(m)), int(q), int(r))
+            for i, (s, m, q, r) in enumerate(zip(rng.integers(0, 3, ROWS), minutes, qty,
+                                                rng.permutation(ROWS)))]
+    df = spark.createDataFrame(rows, "store INT, id INT, ts TIMESTAMP, qty BIGINT, shuffle INT")
+    df.createOrReplaceTempView("sales")
+    return df
+
+
+def check(rows, eps, approx="approx", exact="exact"):
+    for r in rows:
+        assert abs(r[approx] - r[exact]) <= eps * r[exact], r
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.01])
+def test_moving_sum_matches_exact_range_frame(spark, sales, eps):
+    rows = spark.sql(f"""
+        SELECT approx_window_sum(qty, ts, INTERVAL 3 HOURS, {eps})
+                 OVER (PARTITION BY store ORDER BY ts) AS approx,
+               sum(qty) OVER (PARTITION BY store ORDER BY ts
+                              RANGE BETWEEN INTERVAL 3 HOURS PRECEDING AND CURRENT ROW) AS exact
+        FROM sales""").collect()
+    check(rows, eps)
+    assert max(r.exact for r in rows) > 10**9
+
+
+def test_sum_group_by_on_shuffled_partitions(spark, sales):
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+    try:
+        rows = spark.sql("""
+            WITH latest AS (SELECT store, max(ts) AS now FROM sales GROUP BY store),
+            exact AS (SELECT store, sum(IF(ts >= now - INTERVAL 12 HOURS, qty, 0)) AS exact
+                      FROM sales JOIN latest USING (store) GROUP BY store),
+            approx AS (SELECT store, approx_window_sum(qty, ts, INTERVAL 12 HOURS, 0.02) AS approx
+                       FROM (SELECT /*+ REPARTITION(5) */ * FROM sales ORDER BY shuffle)
+                       GROUP BY store)
+            SELECT * FROM approx JOIN exact USING (store)""").collect()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    assert len(rows) == 3
+    check(rows, 0.02)
+
+
+def test_sum_nulls_zeros_and_small_types(spark):
+    rows = spark.sql("""
+        SELECT ts, approx_window_sum(q, ts, 2) OVER (ORDER BY ts) AS n
+        FROM VALUES (1, 3Y), (2, NULL), (3, 0Y), (4, 5Y), (5, NULL) AS t(ts, q)
+        ORDER BY ts""").collect()
+    assert [r.n for r in rows] == [3, 3, 0, 5, 5]
+
+
+def test_negative_value_is_a_runtime_error_naming_it(spark):
+    with pytest.raises(Exception, match="argument `value` must be non-negative, got -4"):
+        spark.sql("""SELECT approx_window_sum(q, ts, 5) OVER (ORDER BY ts)
+                     FROM VALUES (1, 2), (2, -4) AS t(ts, q)""").collect()
+
+
+@pytest.mark.parametrize("value", ["1.5", "CAST(2 AS DOUBLE)", "CAST(3 AS DECIMAL(10, 2))"])
+def test_decimal_or_floating_value_is_a_type_error(spark, value):
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(f"SELECT approx_window_sum({value}, 1, 5)").collect()
+    assert info.value.getCondition() == "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT"
+    assert "`value`" in str(info.value) and "CAST(price * 100 AS BIGINT)" in str(info.value)
+
+
+def test_count_bounds_contain_the_exact_count_on_every_row(spark, sales):
+    """Ascending: the time-ordered histogram; descending: the mergeable sketch."""
+    rows = spark.sql("""
+        SELECT b.estimate AS approx, b.lower, b.upper, exact,
+               d.estimate AS approx_desc, d.lower AS lower_desc, d.upper AS upper_desc,
+               exact_desc
+        FROM (
+          SELECT approx_window_count_bounds(qty > 3, ts, INTERVAL 6 HOURS, 0.05)
+                   OVER (PARTITION BY store ORDER BY ts) AS b,
+                 count_if(qty > 3) OVER (PARTITION BY store ORDER BY ts
+                   RANGE BETWEEN INTERVAL 6 HOURS PRECEDING AND CURRENT ROW) AS exact,
+                 approx_window_count_bounds(qty > 3, ts, INTERVAL 6 HOURS, 0.05)
+                   OVER (PARTITION BY store ORDER BY ts DESC) AS d,
+                 count_if(qty > 3 AND ts >= top - INTERVAL 6 HOURS)
+                   OVER (PARTITION BY store ORDER BY ts DESC) AS exact_desc
+          FROM (SELECT *, max(ts) OVER (PARTITION BY store) AS top FROM sales))""").collect()
+    for r in rows:
+        assert r.lower <= r.exact <= r.upper and r.lower <= r.approx <= r.upper, r
+        assert r.lower_desc <= r.exact_desc <= r.upper_desc, r
+    check(rows, 0.05)
+    check(rows, 0.05, "approx_desc", "exact_desc")
+    assert max(r.exact for r in rows) > 30
+
+
+def test_bounds_in_group_by_and_from_sketches(spark, sales):
+    rows = spark.sql("""
+        WITH latest AS (SELECT store, max(ts) AS now FROM sales GROUP BY store)
+        SELECT store, approx_window_count_bounds(qty > 3, ts, INTERVAL 6 HOURS, 0.02) AS a,
+               window_sketch_bounds(window_sketch(qty > 3, ts, INTERVAL 6 HOURS, 0.02)) AS b,
+               count_if(qty > 3 AND ts >= now - INTERVAL 6 HOURS) AS exact
+        FROM sales JOIN latest USING (store) GROUP BY store""").collect()
+    for r in rows:
+        for b in (r.a, r.b):
+            assert b.lower <= r.exact <= b.upper
+            assert abs(b.estimate - r.exact) <= 0.02 * r.exact
+
+
+@pytest.mark.parametrize("hours", [1, 5, 17, 24])
+def test_sub_window_queries_of_a_sketch(spark, sales, hours):
+    as_of = "2024-02-04 06:00:00"
+    rows = spark.sql(f"""
+        WITH s AS (SELECT store, window_sketch(qty > 3, ts, INTERVAL 24 HOURS, 0.02) AS s
+                   FROM sales GROUP BY store)
+        SELECT store,
+               window_sketch_estimate(s, TIMESTAMP'{as_of}', INTERVAL {hours} HOURS) AS approx,
+               window_sketch_bounds(s, TIMESTAMP'{as_of}', '{hours} hours') AS b,
+               (SELECT count_if(qty > 3 AND ts >= TIMESTAMP'{as_of}' - INTERVAL {hours} HOURS)
+                FROM sales x WHERE x.store = s.store) AS exact
+        FROM s""").collect()
+    check(rows, 0.02)
+    for r in rows:
+        assert r.b.lower <= r.exact <= r.b.upper
+
+
+def test_sub_window_errors(spark, sales):
+    with pytest.raises(Exception, match="sub_window INTERVAL '2' DAY is longer"):
+        spark.sql("""SELECT window_sketch_estimate(window_sketch(qty > 3, ts, INTERVAL 1 DAY),
+                            TIMESTAMP'2024-03-01 00:00:00', INTERVAL 2 DAYS) FROM sales""").collect()
+    with pytest.raises(AnalysisException) as info:
+        spark.sql("""SELECT window_sketch_estimate(X'00', TIMESTAMP'2024-03-01 00:00:00', 5)
+                  """).collect()
+    assert "`sub_window`" in str(info.value)
+
+
+def test_dataframe_functions(spark, sales):
+    from pyspark.sql import Window
+
+    w = Window.partitionBy("store").orderBy("ts")
+    got = sales.select(
+        approx_window_sum("qty", "ts", datetime.timedelta(hours=3), eps=0.05).over(w)
+        .alias("s"),
+        approx_window_count_bounds(sales.qty > 3, "ts", "6 hours").over(w).alias("b"))
+    assert got.count() == ROWS and got.filter("b.lower > b.upper").count() == 0
+    sketch = sales.groupBy("store").agg(window_sketch(sales.qty > 3, "ts", "1 day").alias("s"))
+    row = sketch.select(
+        window_sketch_estimate("s", datetime.datetime(2024, 2, 4, 6),
+                               datetime.timedelta(hours=5)).alias("e"),
+        window_sketch_bounds("s").alias("b")).collect()[0]
+    assert row.e >= 0 and row.b.lower <= row.b.estimate <= row.b.upper
