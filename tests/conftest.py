@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -126,3 +127,12 @@ def exact_counts(ts, events, window: int) -> np.ndarray:
     edge = np.where(no_expiry, 0, ts - np.where(no_expiry, 0, window))
     lo = np.where(no_expiry, 0, np.searchsorted(ts, edge, side="right"))
     return prefix[1:] - prefix[lo]
+
+
+def run_in_own_process(script: str, cwd) -> str:
+    """Runs a Python script that needs its own JVM (another master, a Connect server);
+    returns its standard output, failing with the end of its standard error."""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=600, cwd=cwd, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stdout

@@ -2,9 +2,9 @@
 in its own process (it needs its own JVM, apart from the test session's)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
+
+from conftest import run_in_own_process
 
 SCRIPT = textwrap.dedent("""
     import datetime
@@ -37,7 +37,4 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_dataframe_function_under_spark_connect(tmp_path):
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                            timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL)
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "CONNECT OK 40" in result.stdout
+    assert "CONNECT OK 40" in run_in_own_process(SCRIPT, tmp_path)

@@ -2,9 +2,9 @@
 merged across processes. Runs in its own process (its own SparkContext)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
+
+from conftest import run_in_own_process
 
 SCRIPT = textwrap.dedent("""
     from pyspark.sql import SparkSession
@@ -43,7 +43,4 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_group_by_across_executor_processes(tmp_path):
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                            timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL)
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "CLUSTER OK 37" in result.stdout
+    assert "CLUSTER OK 37" in run_in_own_process(SCRIPT, tmp_path)
