@@ -28,14 +28,15 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
 
   private var invariantEps = 2 * eps
   // Compressed nodes, sorted by (lo ascending, level descending): a pre-order walk.
-  private var levels = new Array[Int](16)
-  private var los = new Array[Long](16)
-  private var counts = new Array[Long](16)
+  // Small to start with: GROUP BY may hold a sketch for each of millions of keys.
+  private var levels = new Array[Int](4)
+  private var los = new Array[Long](4)
+  private var counts = new Array[Long](4)
   private var size = 0
   // Events and foreign nodes not yet compressed, in no order.
-  private var pendingLevels = new Array[Int](64)
-  private var pendingLos = new Array[Long](64)
-  private var pendingCounts = new Array[Long](64)
+  private var pendingLevels = new Array[Int](4)
+  private var pendingLos = new Array[Long](4)
+  private var pendingCounts = new Array[Long](4)
   private var pending = 0
 
   private var seenAny = false

@@ -192,7 +192,7 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
 
   private def expire(): Unit = {
     while (topLevel >= 0 && isExpired(newestTs(topLevel * mergeAt + ringStart(topLevel)))) {
-      ringStart(topLevel) = (ringStart(topLevel) + 1) % mergeAt
+      ringStart(topLevel) = wrap(ringStart(topLevel) + 1)
       ringSize(topLevel) -= 1
       bucketTotal -= 1L << topLevel
       if (ringSize(topLevel) == 0) {
@@ -210,7 +210,7 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
       val newer = slot(level, 1)
       val mergedNewest = newestTs(newer)
       val mergedOldest = oldestTs(older)
-      ringStart(level) = (ringStart(level) + 2) % mergeAt
+      ringStart(level) = wrap(ringStart(level) + 2)
       ringSize(level) -= 2
       push(level + 1, mergedNewest, mergedOldest)
       level += 1
@@ -228,10 +228,10 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   }
 
   /** Flat index of the i-th oldest bucket of `level`. */
-  private def slot(level: Int, i: Int): Int = {
-    val pos = ringStart(level) + i
-    level * mergeAt + (if (pos >= mergeAt) pos - mergeAt else pos)
-  }
+  private def slot(level: Int, i: Int): Int = level * mergeAt + wrap(ringStart(level) + i)
+
+  /** A ring position below 2 * mergeAt brought into [0, mergeAt), without a division. */
+  private def wrap(pos: Int): Int = if (pos >= mergeAt) pos - mergeAt else pos
 
   private def ensureLevel(level: Int): Unit = {
     if (level >= allocatedLevels) {

@@ -1,0 +1,323 @@
+"""The windowsketch benchmark harness: speed, memory and accuracy, each side by side with
+what a user would write instead, in the same process.
+
+    python benchmarks/run.py [--quick] [--out DIR]
+
+writes DIR/report.md, DIR/results.csv and PNG plots (default DIR: benchmarks/report).
+--quick runs small sizes in a minute or two (CI runs it to keep the harness working);
+the full run produced docs/performance.md.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED_DATA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "data")
+
+
+@dataclass
+class Sizes:
+    core_rows: int
+    window_rows: int
+    windows: list
+    sliding_budget: int  # rows x frame the exact sliding frame may process
+    group_rows: int
+    group_keys: int
+    state_events: int
+    state_windows: list
+    synthetic_rows: int
+
+
+QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
+              sliding_budget=2 * 10**8, group_rows=200_000, group_keys=10_000,
+              state_events=100_000, state_windows=[10**3, 10**6, 10**9],
+              synthetic_rows=50_000)
+FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
+             windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
+             group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
+             state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
+             synthetic_rows=500_000)
+
+
+@dataclass
+class Report:
+    rows: list = field(default_factory=list)  # (section, case, measure, value, unit, note)
+    markdown: list = field(default_factory=list)
+
+    def add(self, section, case, measure, value, unit, note=""):
+        self.rows.append((section, case, measure, value, unit, note))
+
+    def table(self, title, header, lines, text=""):
+        self.markdown += [f"## {title}", ""] + ([text, ""] if text else [])
+        self.markdown += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        self.markdown += ["| " + " | ".join(str(c) for c in line) + " |" for line in lines]
+        self.markdown.append("")
+
+
+def session(master="local[2]"):
+    from pyspark.sql import SparkSession
+
+    import windowsketch
+
+    builder = (SparkSession.builder.master(master).appName("windowsketch-bench")
+               .config("spark.ui.enabled", "false")
+               .config("spark.driver.memory", "8g")
+               .config("spark.sql.shuffle.partitions", "8"))
+    spark = windowsketch.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def timed(df) -> float:
+    df.write.format("noop").mode("overwrite").save()
+    start = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
+
+
+def core_throughput(spark, sizes, report):
+    from windowsketch import _scala_object
+
+    t = _scala_object(spark, "windowsketch.core.Throughput")
+    lines = []
+    for eps in (0.1, 0.01, 0.001):
+        for p in (0.5, 0.01):
+            rate = t.histogramRowsPerSecond(10**6, eps, p, sizes.core_rows, 3)
+            report.add("core", f"histogram eps={eps} p={p}", "rows/s", rate, "rows/s")
+            lines.append((f"histogram, in order, update + estimate", eps, p,
+                          f"{rate / 1e6:,.1f} M/s"))
+    for eps in (0.1, 0.01):
+        rate = t.dyadicInsertsPerSecond(10**6, eps, 0.5, sizes.core_rows // 10, 3)
+        report.add("core", f"mergeable eps={eps}", "inserts/s", rate, "inserts/s")
+        lines.append(("mergeable sketch, shuffled inserts", eps, 0.5, f"{rate / 1e6:,.2f} M/s"))
+        merges = t.dyadicMergesPerSecond(10**6, eps, sizes.core_rows // 10, 200, 3)
+        report.add("core", f"mergeable eps={eps}", "merges/s", merges, "merges/s")
+        lines.append(("mergeable sketch, 200-way fold", eps, 0.5, f"{merges:,.0f} merges/s"))
+    report.table("Core throughput (one JVM thread, warmed up, best of 3)",
+                 ["structure", "eps", "p(event)", "rate"], lines)
+
+
+def running_windows(spark, sizes, report):
+    n = sizes.window_rows
+    spark.range(n).selectExpr(
+        "id % 4 AS k", "id AS ts",
+        "(id * 2654435761) % 100 < 30 OR (id % 100000) < 500 AS v") \
+        .createOrReplaceTempView("stream")
+    lines, plot = [], {}
+    for window in sizes.windows:
+        queries = {
+            "approx_window_count": f"approx_window_count(v, ts, {window}) OVER (PARTITION BY k ORDER BY ts)",
+            "exact sliding RANGE frame (a)": f"count_if(v) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN {window - 1} PRECEDING AND CURRENT ROW)",
+            "exact prefix difference (b)": f"sum(CAST(v AS INT)) OVER (PARTITION BY k ORDER BY ts) - coalesce(sum(CAST(v AS INT)) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND {window} PRECEDING), 0)",
+            "running count, the floor (c)": "count(v) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING)",
+            "exact sliding + segment tree (d)": None,
+        }
+        results = {}
+        for name, expr in queries.items():
+            sliding = name.startswith("exact sliding")
+            rows = min(n, max(10_000, sizes.sliding_budget // window)) if sliding else n
+            if expr is None:
+                expr = queries["exact sliding RANGE frame (a)"]
+                spark.conf.set("spark.sql.window.segmentTree.enabled", "true")
+            try:
+                seconds = timed(spark.sql(f"SELECT {expr} AS c FROM stream WHERE ts < {rows}"))
+            finally:
+                spark.conf.unset("spark.sql.window.segmentTree.enabled")
+            results[name] = seconds / rows * 1e9
+            report.add("window", f"N={window} {name}", "ns/row", results[name], "ns/row",
+                       f"{rows} rows")
+        approx = results["approx_window_count"]
+        for name, ns in results.items():
+            lines.append((f"{window:,}", name, f"{ns:,.0f}", f"{ns / approx:,.2f}"))
+        plot[window] = results
+    report.table(
+        f"Running windows over {n:,} rows (4 keys), cost per row",
+        ["window N", "query", "ns/row", "÷ approx"], lines,
+        "Each query writes to Spark's noop sink, timed after one warm-up run. The exact "
+        "sliding frames cost O(N) per row, so at large N they run on fewer rows "
+        f"(rows × N ≤ {sizes.sliding_budget:.0e}) and are compared per row. Peak memory "
+        "per query is not reported yet.")
+    return plot
+
+
+def group_by(spark, sizes, report):
+    spark.range(sizes.group_rows).selectExpr(
+        f"(id * 7919) % {sizes.group_keys} AS k", "id AS ts", "(id * 31) % 10 < 3 AS v") \
+        .createOrReplaceTempView("events")
+    queries = {
+        "approx_window_count": "SELECT k, approx_window_count(v, ts, 100000) FROM events GROUP BY k",
+        "exact two-pass": "SELECT e.k, count_if(v AND ts > now - 100000) FROM events e JOIN "
+                          "(SELECT k, max(ts) AS now FROM events GROUP BY k) m ON e.k = m.k GROUP BY e.k",
+        "percentile_approx (peer sketch)": "SELECT k, percentile_approx(ts, 0.5) FROM events GROUP BY k",
+    }
+    seconds = {name: timed(spark.sql(q)) for name, q in queries.items()}
+    approx = seconds["approx_window_count"]
+    for name, s in seconds.items():
+        report.add("groupby", name, "seconds", s, "s")
+    report.table(f"GROUP BY: {sizes.group_keys:,} keys over {sizes.group_rows:,} rows",
+                 ["query", "seconds", "÷ approx"],
+                 [(name, f"{s:.2f}", f"{s / approx:.2f}") for name, s in seconds.items()])
+
+
+def state_size(spark, sizes, report):
+    from windowsketch import _scala_object
+
+    t = _scala_object(spark, "windowsketch.core.Throughput")
+    lines, plot = [], {}
+    for eps in (0.1, 0.01, 0.001):
+        for window in sizes.state_windows:
+            events = min(window, sizes.state_events)
+            h, fresh, shuffled, folded = t.stateBytes(window, eps, events)
+            k = math.ceil(1 / eps)
+            theory = (k // 2 + 2) * max(1, math.ceil(math.log2(2 * events / k + 1)))
+            lines.append((eps, f"{window:,}", f"{events:,}", h, fresh, shuffled, folded,
+                          theory, f"{window / 8:,.0f}"))
+            plot[(eps, window)] = (h, folded)
+            for name, value in [("histogram", h), ("mergeable fresh", fresh),
+                                ("mergeable shuffled", shuffled), ("mergeable 200-way fold", folded)]:
+                report.add("state", f"eps={eps} N={window}", name, value, "bytes")
+    report.table(
+        "State size (serialized bytes)",
+        ["eps", "window N", "events in window", "histogram (in order)", "mergeable, in order",
+         "mergeable, shuffled", "mergeable, 200-way fold", "theory: buckets", "exact bitmap bytes"],
+        lines,
+        "Events spread evenly over the window. 'theory' is the histogram's bucket bound "
+        "(ceil(k/2)+2 per level, log2(2n/k) levels); an exact sliding count needs one bit "
+        "per position (or 8 bytes per event).")
+    return plot
+
+
+def accuracy_streams(sizes):
+    """(name, ts, events, window, eps, count-based?) for real and synthetic streams."""
+    streams = []
+    with gzip.open(os.path.join(SHARED_DATA, "nasa_http_1995-08-01.tsv.gz"), "rt") as f:
+        next(f)
+        parts = [line.rstrip("\n").split("\t") for line in f]
+    seconds = np.array([int(p[2]) for p in parts], dtype=np.int64)
+    is404 = np.array([p[5] == "404" for p in parts])
+    streams.append(("NASA 404s, 10 min", seconds * 10**6, is404, 600 * 10**6 + 1, 0.01, False))
+    streams.append(("NASA requests, 10 min", seconds * 10**6, np.ones(len(parts), bool),
+                    600 * 10**6 + 1, 0.01, False))
+    streams.append(("NASA 404s, last 1000 requests", np.arange(len(parts)), is404, 1000, 0.1,
+                    True))
+    rng = np.random.default_rng(1)
+    n = sizes.synthetic_rows
+    bursty = rng.random(n) < 0.05
+    for start in rng.integers(0, n, 40):
+        bursty[start:start + int(rng.integers(100, 3000))] = True
+    streams.append(("synthetic bursts, last 5000", np.arange(n), bursty, 5000, 0.05, True))
+    streams.append(("synthetic p=0.5, last 1000", np.arange(n), rng.random(n) < 0.5, 1000,
+                    0.1, True))
+    return streams
+
+
+def accuracy(spark, sizes, report):
+    import dgim
+
+    from windowsketch import _scala_object
+
+    replay = _scala_object(spark, "windowsketch.core.Replay")
+    lines = []
+    for name, ts, events, window, eps, count_based in accuracy_streams(sizes):
+        packed = replay.run(window, eps, np.asarray(ts, ">i8").tobytes(),
+                            np.asarray(events, np.uint8).tobytes(), False)
+        out = np.frombuffer(bytes(packed), ">i8").reshape(len(events), -1)
+        prefix = np.concatenate([[0], np.cumsum(events)])
+        exact = prefix[1:] - prefix[np.searchsorted(ts, ts - window, side="right")]
+        mask = exact > 0
+        columns = {"windowsketch": out[:, 0], "seed ceil(total - last/2)": out[:, 3]}
+        if count_based:
+            d = dgim.Dgim(window, error_rate=eps)
+            estimates = np.empty(len(events), np.int64)
+            for i, e in enumerate(events.tolist()):
+                d.update(bool(e))
+                estimates[i] = d.get_count()
+            columns["PyPI dgim 0.2.0"] = estimates
+        for method, estimate in columns.items():
+            rel = np.abs(estimate - exact)[mask] / exact[mask]
+            worst, mean = float(rel.max()), float(rel.mean())
+            lines.append((name, eps, method, f"{worst / eps:.3f}", f"{mean / eps:.4f}",
+                          "yes" if worst <= eps else "**no**"))
+            report.add("accuracy", f"{name} {method}", "worst/eps", worst / eps, "ratio")
+            report.add("accuracy", f"{name} {method}", "mean/eps", mean / eps, "ratio")
+    report.table("Accuracy: relative error / eps over every row",
+                 ["stream", "eps", "estimator", "worst / eps", "mean / eps", "bound held"], lines,
+                 "The seed's estimator reads the same histogram as windowsketch "
+                 "(`ceil(total - last/2)`); PyPI's dgim counts only the last N elements, so it "
+                 "runs on the count-based windows.")
+
+
+def plots(out, window_plot, state_plot):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    windows = sorted(window_plot)
+    for name in window_plot[windows[0]]:
+        ax.plot(windows, [window_plot[w][name] for w in windows], marker="o", label=name)
+    ax.set(xscale="log", yscale="log", xlabel="window N (rows)", ylabel="ns per row",
+           title="Sliding counts in Spark window frames")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "window_time.png"), dpi=110)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for eps in sorted({e for e, _ in state_plot}):
+        ws = sorted(w for e, w in state_plot if e == eps)
+        ax.plot(ws, [state_plot[(eps, w)][0] for w in ws], marker="o",
+                label=f"histogram, eps={eps}")
+        ax.plot(ws, [state_plot[(eps, w)][1] for w in ws], marker="s", linestyle="--",
+                label=f"mergeable, 200-way fold, eps={eps}")
+    ax.set(xscale="log", yscale="log", xlabel="window N", ylabel="serialized bytes",
+           title="State size against window and eps")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "state_size.png"), dpi=110)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for CI")
+    parser.add_argument("--out", default=os.path.join(HERE, "report"))
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    os.makedirs(args.out, exist_ok=True)
+    report = Report()
+    spark = session()
+    started = time.time()
+    try:
+        core_throughput(spark, sizes, report)
+        window_plot = running_windows(spark, sizes, report)
+        group_by(spark, sizes, report)
+        state_plot = state_size(spark, sizes, report)
+        accuracy(spark, sizes, report)
+    finally:
+        spark.stop()
+    plots(args.out, window_plot, state_plot)
+    header = [f"# windowsketch benchmarks ({'quick' if args.quick else 'full'} run)", "",
+              f"`python benchmarks/run.py{' --quick' if args.quick else ''}` on "
+              f"{platform.platform()}, {os.cpu_count()} cores, Python "
+              f"{platform.python_version()}; {time.time() - started:,.0f} s in all.", "",
+              "![time](window_time.png) ![state](state_size.png)", ""]
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write("\n".join(header + report.markdown) + "\n")
+    with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["section", "case", "measure", "value", "unit", "note"])
+        writer.writerows(report.rows)
+    print(f"report written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+package windowsketch.core
+
+import java.util.SplittableRandom
+
+/**
+ * Timing loops for the benchmark harness (benchmarks/run.py): streams are generated in the
+ * JVM from a seed, outside the timed region, and each figure is the best of `rounds` runs
+ * after one warm-up run.
+ */
+object Throughput {
+  private def events(n: Int, p: Double, seed: Long): Array[Boolean] = {
+    val rng = new SplittableRandom(seed)
+    Array.fill(n)(rng.nextDouble() < p)
+  }
+
+  private def shuffled(n: Int, seed: Long): Array[Long] = {
+    val rng = new SplittableRandom(seed)
+    val ts = Array.tabulate(n)(_.toLong)
+    var i = n - 1
+    while (i > 0) {
+      val j = rng.nextInt(i + 1)
+      val t = ts(i); ts(i) = ts(j); ts(j) = t
+      i -= 1
+    }
+    ts
+  }
+
+  private def best(rounds: Int)(run: => Long): Double = {
+    run // warm-up
+    var fastest = Long.MaxValue
+    var r = 0
+    while (r < rounds) { fastest = math.min(fastest, run); r += 1 }
+    fastest / 1e9
+  }
+
+  private def timed(body: => Unit): Long = {
+    val start = System.nanoTime()
+    body
+    System.nanoTime() - start
+  }
+
+  /** Rows per second of the time-ordered histogram: update then estimate, as a frame does. */
+  def histogramRowsPerSecond(window: Long, eps: Double, p: Double, n: Int, rounds: Int): Double = {
+    val e = events(n, p, 1)
+    var sink = 0L
+    val seconds = best(rounds) {
+      timed {
+        val h = new ExponentialHistogram(window, eps)
+        var i = 0
+        while (i < n) { h.update(i.toLong, e(i)); sink += h.estimate; i += 1 }
+      }
+    }
+    if (sink == Long.MinValue) throw new IllegalStateException() // keeps the loop alive
+    n / seconds
+  }
+
+  /** Inserts per second of the mergeable sketch, timestamps in random order. */
+  def dyadicInsertsPerSecond(window: Long, eps: Double, p: Double, n: Int, rounds: Int): Double = {
+    val e = events(n, p, 2)
+    val ts = shuffled(n, 3)
+    val seconds = best(rounds) {
+      timed {
+        val d = new DyadicWindowSketch(window, eps)
+        var i = 0
+        while (i < n) { d.update(ts(i), e(i)); i += 1 }
+        d.compress()
+      }
+    }
+    n / seconds
+  }
+
+  /** Merges per second: `parts` partial sketches of a shuffled stream folded into one. */
+  def dyadicMergesPerSecond(window: Long, eps: Double, n: Int, parts: Int, rounds: Int): Double = {
+    val e = events(n, 0.5, 4)
+    val ts = shuffled(n, 5)
+    val partials = Array.tabulate(parts) { p =>
+      val d = new DyadicWindowSketch(window, eps)
+      var i = p
+      while (i < n) { d.update(ts(i), e(i)); i += parts }
+      d.compress()
+      d
+    }
+    val seconds = best(rounds) {
+      timed {
+        val acc = new DyadicWindowSketch(window, eps)
+        partials.foreach(acc.merge)
+        acc.compress()
+      }
+    }
+    parts / seconds
+  }
+
+  /**
+   * Serialized bytes with `n` events spread evenly over a window of `window` positions:
+   * (in-order histogram, mergeable sketch in order, in shuffled order, 200-way fold of
+   * serialized partials of the shuffled stream).
+   */
+  def stateBytes(window: Long, eps: Double, n: Int): Array[Long] = {
+    val step = math.max(1L, window / n)
+    val ts = shuffled(n, 6).map(_ * step)
+    val inOrder = ts.sorted
+    val h = new ExponentialHistogram(window, eps)
+    inOrder.foreach(t => h.update(t, isEvent = true))
+    val fresh = new DyadicWindowSketch(window, eps)
+    inOrder.foreach(t => fresh.update(t, isEvent = true))
+    val anyOrder = new DyadicWindowSketch(window, eps)
+    ts.foreach(t => anyOrder.update(t, isEvent = true))
+    val folded = new DyadicWindowSketch(window, eps)
+    (0 until 200).foreach { p =>
+      val d = new DyadicWindowSketch(window, eps)
+      var i = p
+      while (i < n) { d.update(ts(i), isEvent = true); i += 200 }
+      folded.merge(SketchFormat.deserialize(SketchFormat.serialize(d)))
+    }
+    Array(h, fresh, anyOrder, folded).map(s => SketchFormat.serialize(s).length.toLong)
+  }
+}

@@ -1,0 +1,27 @@
+"""The benchmark harness keeps working: its quick mode runs end to end (figures are for
+docs/performance.md, never asserted here)."""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
+    out = tmp_path / "report"
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "run.py"), "--quick", "--out", str(out)],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = (out / "report.md").read_text()
+    for section in ("Core throughput", "Running windows", "GROUP BY", "State size", "Accuracy"):
+        assert f"## {section}" in report
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["section"] for r in rows} == {"core", "window", "groupby", "state", "accuracy"}
+    assert all(float(r["value"]) >= 0 for r in rows)
+    for plot in ("window_time.png", "state_size.png"):
+        assert (out / plot).stat().st_size > 5000
