@@ -17,11 +17,13 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-4000:]
     report = (out / "report.md").read_text()
-    for section in ("Core throughput", "Running windows", "GROUP BY", "State size", "Accuracy"):
+    for section in ("Core throughput", "Running windows", "GROUP BY", "State size", "Accuracy",
+                    "Structured Streaming state", "Scaling"):
         assert f"## {section}" in report
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
-    assert {r["section"] for r in rows} == {"core", "window", "groupby", "state", "accuracy"}
+    assert {r["section"] for r in rows} == {
+        "core", "window", "groupby", "state", "accuracy", "streaming", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     for plot in ("window_time.png", "state_size.png"):
         assert (out / plot).stat().st_size > 5000

@@ -13,6 +13,12 @@ object Throughput {
     Array.fill(n)(rng.nextDouble() < p)
   }
 
+  /** The same density as a fixed pattern (every round(1/p)-th row): a predictable branch. */
+  private def periodic(n: Int, p: Double): Array[Boolean] = {
+    val period = math.max(1, math.round(1 / p).toInt)
+    Array.tabulate(n)(_ % period == 0)
+  }
+
   private def shuffled(n: Int, seed: Long): Array[Long] = {
     val rng = new SplittableRandom(seed)
     val ts = Array.tabulate(n)(_.toLong)
@@ -39,9 +45,13 @@ object Throughput {
     System.nanoTime() - start
   }
 
-  /** Rows per second of the time-ordered histogram: update then estimate, as a frame does. */
-  def histogramRowsPerSecond(window: Long, eps: Double, p: Double, n: Int, rounds: Int): Double = {
-    val e = events(n, p, 1)
+  /**
+   * Rows per second of the time-ordered histogram: update then estimate, as a frame does.
+   * Events are random with density `p`, or with `periodic` the same density as a pattern.
+   */
+  def histogramRowsPerSecond(window: Long, eps: Double, p: Double, n: Int, rounds: Int,
+      periodicEvents: Boolean): Double = {
+    val e = if (periodicEvents) periodic(n, p) else events(n, p, 1)
     var sink = 0L
     val seconds = best(rounds) {
       timed {
