@@ -127,7 +127,7 @@ def test_bounds_in_group_by_and_from_sketches(spark, sales):
 
 @pytest.mark.parametrize("hours", [1, 5, 17, 24])
 def test_sub_window_queries_of_a_sketch(spark, sales, hours):
-    as_of = "2024-02-04 06:00:00"
+    as_of = "2024-02-04 00:00:00"  # just after the last sale: every sub-window holds some
     rows = spark.sql(f"""
         WITH s AS (SELECT store, window_sketch(qty > 3, ts, INTERVAL 24 HOURS, 0.02) AS s
                    FROM sales GROUP BY store)
@@ -139,7 +139,7 @@ def test_sub_window_queries_of_a_sketch(spark, sales, hours):
         FROM s""").collect()
     check(rows, 0.02)
     for r in rows:
-        assert r.b.lower <= r.exact <= r.b.upper
+        assert r.b.lower <= r.exact <= r.b.upper and r.exact > 0
 
 
 def test_sub_window_errors(spark, sales):
@@ -153,17 +153,33 @@ def test_sub_window_errors(spark, sales):
 
 
 def test_dataframe_functions(spark, sales):
+    """The Python functions against exact Spark queries, on every row."""
     from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
     w = Window.partitionBy("store").orderBy("ts")
-    got = sales.select(
+    rows = sales.withColumn("t", F.col("ts").cast("long")).select(
         approx_window_sum("qty", "ts", datetime.timedelta(hours=3), eps=0.05).over(w)
-        .alias("s"),
-        approx_window_count_bounds(sales.qty > 3, "ts", "6 hours").over(w).alias("b"))
-    assert got.count() == ROWS and got.filter("b.lower > b.upper").count() == 0
+        .alias("approx"),
+        F.sum("qty").over(Window.partitionBy("store").orderBy("t").rangeBetween(-3 * 3600, 0))
+        .alias("exact"),
+        approx_window_count_bounds(sales.qty > 3, "ts", "3 hours").over(w).alias("b"),
+        F.count_if(F.col("qty") > 3).over(
+            Window.partitionBy("store").orderBy("t").rangeBetween(-3 * 3600, 0))
+        .alias("exact_count")).collect()
+    check(rows, 0.05)
+    for r in rows:
+        assert r.b.lower <= r.exact_count <= r.b.upper
     sketch = sales.groupBy("store").agg(window_sketch(sales.qty > 3, "ts", "1 day").alias("s"))
-    row = sketch.select(
-        window_sketch_estimate("s", datetime.datetime(2024, 2, 4, 6),
+    got = sketch.select(
+        "store",
+        window_sketch_estimate("s", datetime.datetime(2024, 2, 4),
                                datetime.timedelta(hours=5)).alias("e"),
-        window_sketch_bounds("s").alias("b")).collect()[0]
-    assert row.e >= 0 and row.b.lower <= row.b.estimate <= row.b.upper
+        window_sketch_bounds("s", datetime.datetime(2024, 2, 4), "5 hours").alias("b"))
+    exact = {r.store: r.n for r in spark.sql("""
+        SELECT store, count_if(qty > 3 AND ts >= TIMESTAMP'2024-02-03 19:00:00') AS n
+        FROM sales GROUP BY store""").collect()}
+    assert min(exact.values()) > 20
+    for r in got.collect():
+        assert abs(r.e - exact[r.store]) <= 0.01 * exact[r.store]
+        assert r.b.lower <= exact[r.store] <= r.b.upper and r.b.estimate == r.e

@@ -24,7 +24,7 @@ object Replay {
     val h = new ExponentialHistogram(window, eps)
     val in = ByteBuffer.wrap(timestamps)
     val out = ByteBuffer.allocate(8 * Columns * events.length)
-    var bytes = SketchFormat.serialize(h).length.toLong
+    var bytes = 0L
     var i = 0
     while (i < events.length) {
       h.update(in.getLong(), events(i) != 0)

@@ -11,8 +11,8 @@ import org.apache.spark.sql.catalyst.trees.UnaryLike
 import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
-import windowsketch.core.{CorruptSketchException, DyadicWindowSketch,
-  IncompatibleSketchException, SketchFormat, WindowCountSketch}
+import windowsketch.core.{CorruptSketchException, DyadicWindowSketch, SketchFormat,
+  WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -158,9 +158,10 @@ case class WindowSketchMerge(
     if (buffer.sketch == null) {
       buffer.sketch = s
     } else {
+      // Different parameters, or bytes of the time-ordered kind, which cannot merge.
       try buffer.sketch.merge(s)
       catch {
-        case e: IncompatibleSketchException =>
+        case e @ (_: IllegalArgumentException | _: UnsupportedOperationException) =>
           throw new IllegalArgumentException(s"$prettyName: ${e.getMessage}", e)
       }
     }
@@ -276,7 +277,8 @@ abstract class SketchQuery extends TernaryExpression with CodegenFallback {
       * sketch - BINARY, made by window_sketch or window_sketch_merge. NULL gives NULL.
       * as_of - where the window ends: a TIMESTAMP, TIMESTAMP_NTZ or DATE for sketches over
           time, an integral position for sketches over positions. It may not be earlier than
-          the sketch's largest `ts` (events after it would be counted). NULL gives NULL.
+          the sketch's largest `ts` (events after it would be counted). NULL gives NULL;
+          a bare NULL literal means the argument is not given.
       * sub_window - a constant no longer than the sketch's window: a day-time interval for
           sketches over time, a number of positions otherwise. Any sub-window keeps the
           sketch's relative error guarantee.
