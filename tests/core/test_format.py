@@ -47,6 +47,27 @@ def test_round_trip_keeps_every_bucket(sketches, stream):
     assert sketches.buckets(back) == sketches.buckets(h)
 
 
+@pytest.mark.parametrize("split", [1, 37, 400, 2999])
+def test_restored_histogram_goes_on_row_for_row(sketches, split):
+    # The restored histogram must rebuild what it caches (the oldest bucket, the newest
+    # event): every later row gives the same answer as the histogram that never stopped.
+    rng = np.random.default_rng(split)
+    ts = np.cumsum(rng.integers(0, 3, 3300))
+    events = rng.random(3300) < 0.6
+    h = build(sketches, 500, 0.1, ts[:split], events[:split])
+    back = sketches.round_trip(h)
+    for t, e in zip(ts[split:split + 300].tolist(), events[split:split + 300].tolist()):
+        for x in (h, back):
+            x.update(t, e)
+        assert (back.estimate(), back.lowerBound(), back.upperBound()) == \
+            (h.estimate(), h.lowerBound(), h.upperBound()), f"at ts={t}"
+    assert sketches.buckets(back) == sketches.buckets(h)
+    last = int(ts[split + 299])
+    back.update(last + 1, True)
+    with pytest.raises(Exception, match=f"arrived after an event at ts={last + 1}"):
+        back.update(last, True)
+
+
 def test_empty_sketch_round_trips(sketches):
     back = sketches.format.deserialize(sketches.format.serialize(sketches.new(9, 0.2)))
     assert back.estimate() == 0 and not back.hasTime()

@@ -42,6 +42,18 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   private[this] var bucketTotal = 0L
   private var seenAny = false
   private var nowTs = 0L
+  /** The newest event counted: an event older than it, still in the window, cannot be placed. */
+  private[this] var newestEventTs = Long.MinValue
+  /**
+   * The oldest bucket, the only one that can straddle the window's edge, cached so that
+   * expiry and the estimate cost one comparison per row: its newest and oldest timestamps
+   * and half its count (0 when it holds one event, which cannot straddle, or when empty).
+   */
+  private[this] var edgeNewest = 0L
+  private[this] var edgeOldest = 0L
+  private[this] var edgeHalfCount = 0L
+
+  ensureLevel(0)
 
   /** True once any timestamp has been seen (an event or not). */
   def hasTime: Boolean = seenAny
@@ -69,38 +81,50 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
    * [[OutOfOrderEventException]] rather than give a wrong count.
    */
   def add(ts: Long, weight: Long): Unit = {
-    if (weight != 0L && weight != 1L) {
+    if ((weight & ~1L) != 0L) {
       throw new IllegalArgumentException(
         s"the time-ordered histogram counts events of weight 1, got weight $weight")
     }
     advanceTo(ts)
-    if (weight == 1L && !isExpired(ts)) {
-      if (topLevel >= 0) {
-        val newest = newestTs(slot(0, ringSize(0) - 1))
-        if (ts < newest) throw new OutOfOrderEventException(ts, newest)
-      }
-      push(0, ts, ts)
-      bucketTotal += 1
-      cascade()
+    if (weight != 0L && !isExpired(ts)) {
+      if (ts < newestEventTs) throw new OutOfOrderEventException(ts, newestEventTs)
+      addNewest(ts)
     }
+  }
+
+  /** Counts one event at `ts`, no older than any counted. */
+  private def addNewest(ts: Long): Unit = {
+    val size = ringSize(0)
+    // Free: a level holds fewer than mergeAt buckets between rows.
+    val free = wrap(ringStart(0) + size)
+    newestTs(free) = ts
+    oldestTs(free) = ts
+    ringSize(0) = size + 1
+    bucketTotal += 1
+    newestEventTs = ts
+    if (topLevel < 0) {
+      topLevel = 0
+      refreshEdge()
+    }
+    if (size + 1 == mergeAt) cascade()
   }
 
   /** Moves `now` to `ts` if it is later, and expires what left the window. */
   def advanceTo(ts: Long): Unit = {
-    if (!seenAny || ts > nowTs) {
+    if (ts > nowTs || !seenAny) {
       nowTs = ts
       seenAny = true
-      expire()
+      if (isExpired(edgeNewest) && topLevel >= 0) expire()
     }
   }
 
   /** The estimate: exact unless the oldest bucket straddles the window edge. */
   def estimate: Long =
-    if (oldestStraddles) bucketTotal - (oldestCount >> 1) else bucketTotal
+    if (isExpired(edgeOldest)) bucketTotal - edgeHalfCount else bucketTotal
 
   /** A certified lower bound of the exact count. */
   def lowerBound: Long =
-    if (oldestStraddles) bucketTotal - oldestCount + 1 else bucketTotal
+    if (oldestStraddles) bucketTotal - 2 * edgeHalfCount + 1 else bucketTotal
 
   /** A certified upper bound of the exact count. */
   def upperBound: Long =
@@ -110,8 +134,7 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
    * The estimate the seed's article computes, `ceil(total - last/2)`, kept for comparison
    * in tests and benchmarks only.
    */
-  def seedEstimate: Long =
-    if (topLevel < 0) 0L else bucketTotal - (oldestCount >> 1)
+  def seedEstimate: Long = bucketTotal - edgeHalfCount
 
   /**
    * A time-ordered histogram cannot merge: its bucket edges depend on the order it saw.
@@ -172,6 +195,8 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
       level += 1
     }
     topLevel = sizes.length - 1
+    if (newest.nonEmpty) newestEventTs = newest(0)
+    refreshEdge()
   }
 
   private def clear(): Unit = {
@@ -179,52 +204,67 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
     java.util.Arrays.fill(ringStart, 0)
     topLevel = -1
     bucketTotal = 0L
+    newestEventTs = Long.MinValue
+    refreshEdge()
   }
 
   /** now - ts >= window, with the difference taken as unsigned so it cannot overflow. */
   private def isExpired(ts: Long): Boolean =
     java.lang.Long.compareUnsigned(nowTs - ts, window) >= 0
 
-  private def oldestCount: Long = 1L << topLevel
+  private def oldestStraddles: Boolean = edgeHalfCount != 0L && isExpired(edgeOldest)
 
-  private def oldestStraddles: Boolean =
-    topLevel > 0 && isExpired(oldestTs(ringStart(topLevel) + topLevel * mergeAt))
-
+  /** Drops the oldest buckets while their newest event is out of the window. */
   private def expire(): Unit = {
-    while (topLevel >= 0 && isExpired(newestTs(topLevel * mergeAt + ringStart(topLevel)))) {
-      ringStart(topLevel) = wrap(ringStart(topLevel) + 1)
-      ringSize(topLevel) -= 1
-      bucketTotal -= 1L << topLevel
-      if (ringSize(topLevel) == 0) {
-        ringStart(topLevel) = 0
-        topLevel -= 1
+    do {
+      val top = topLevel
+      ringStart(top) = wrap(ringStart(top) + 1)
+      ringSize(top) -= 1
+      bucketTotal -= 1L << top
+      if (ringSize(top) == 0) {
+        ringStart(top) = 0
+        topLevel = top - 1
       }
-    }
+      refreshEdge()
+    } while (topLevel >= 0 && isExpired(edgeNewest))
   }
+
+  /** Re-reads the cached oldest bucket after the oldest bucket changed. */
+  private def refreshEdge(): Unit =
+    if (topLevel >= 0) {
+      val s = topLevel * mergeAt + ringStart(topLevel)
+      edgeNewest = newestTs(s)
+      edgeOldest = oldestTs(s)
+      edgeHalfCount = (1L << topLevel) >> 1
+    } else {
+      edgeHalfCount = 0L
+    }
 
   /** Merges the two oldest buckets of each full level into the next level, cascading. */
   private def cascade(): Unit = {
     var level = 0
-    while (ringSize(level) == mergeAt) {
-      val older = slot(level, 0)
-      val newer = slot(level, 1)
-      val mergedNewest = newestTs(newer)
-      val mergedOldest = oldestTs(older)
-      ringStart(level) = wrap(ringStart(level) + 2)
-      ringSize(level) -= 2
-      push(level + 1, mergedNewest, mergedOldest)
+    do {
+      mergeOldestPair(level)
       level += 1
+    } while (ringSize(level) == mergeAt)
+    // A merge at the top level made a new top: the oldest bucket is the merged one.
+    if (level > topLevel) {
+      topLevel = level
+      refreshEdge()
     }
   }
 
-  /** Appends a bucket as the newest of `level`. */
-  private def push(level: Int, newest: Long, oldest: Long): Unit = {
-    ensureLevel(level)
-    val s = slot(level, ringSize(level))
-    newestTs(s) = newest
-    oldestTs(s) = oldest
-    ringSize(level) += 1
-    if (level > topLevel) topLevel = level
+  /** Moves the two oldest buckets of `level` into one, the newest of `level + 1`. */
+  private def mergeOldestPair(level: Int): Unit = {
+    ensureLevel(level + 1)
+    val older = slot(level, 0)
+    val newer = slot(level, 1)
+    val up = slot(level + 1, ringSize(level + 1))
+    newestTs(up) = newestTs(newer)
+    oldestTs(up) = oldestTs(older)
+    ringSize(level + 1) += 1
+    ringStart(level) = wrap(ringStart(level) + 2)
+    ringSize(level) -= 2
   }
 
   /** Flat index of the i-th oldest bucket of `level`. */
@@ -233,18 +273,18 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   /** A ring position below 2 * mergeAt brought into [0, mergeAt), without a division. */
   private def wrap(pos: Int): Int = if (pos >= mergeAt) pos - mergeAt else pos
 
-  private def ensureLevel(level: Int): Unit = {
-    if (level >= allocatedLevels) {
-      if (level >= ExponentialHistogram.MaxLevels) {
-        throw new IllegalStateException(s"more than 2^${ExponentialHistogram.MaxLevels} events")
-      }
-      val levels = math.min(ExponentialHistogram.MaxLevels, math.max(4, 2 * (level + 1)))
-      newestTs = java.util.Arrays.copyOf(newestTs, levels * mergeAt)
-      oldestTs = java.util.Arrays.copyOf(oldestTs, levels * mergeAt)
-      ringStart = java.util.Arrays.copyOf(ringStart, levels)
-      ringSize = java.util.Arrays.copyOf(ringSize, levels)
-      allocatedLevels = levels
+  private def ensureLevel(level: Int): Unit = if (level >= allocatedLevels) allocateLevels(level)
+
+  private def allocateLevels(level: Int): Unit = {
+    if (level >= ExponentialHistogram.MaxLevels) {
+      throw new IllegalStateException(s"more than 2^${ExponentialHistogram.MaxLevels} events")
     }
+    val levels = math.min(ExponentialHistogram.MaxLevels, math.max(4, 2 * (level + 1)))
+    newestTs = java.util.Arrays.copyOf(newestTs, levels * mergeAt)
+    oldestTs = java.util.Arrays.copyOf(oldestTs, levels * mergeAt)
+    ringStart = java.util.Arrays.copyOf(ringStart, levels)
+    ringSize = java.util.Arrays.copyOf(ringSize, levels)
+    allocatedLevels = levels
   }
 }
 
