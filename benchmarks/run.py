@@ -5,7 +5,7 @@ what a user would write instead, in the same process.
 
 writes DIR/report.md, DIR/results.csv and PNG plots (default DIR: benchmarks/report).
 --quick runs small sizes in a minute or two (CI runs it to keep the harness working);
-the full run produced docs/performance.md.
+the committed full report is `python benchmarks/run.py --out docs/performance`.
 """
 from __future__ import annotations
 
@@ -81,11 +81,43 @@ def session(master="local[2]"):
     return spark
 
 
-def timed(df) -> float:
+@dataclass
+class Measured:
+    seconds: float
+    peak_task_bytes: float  # the largest task's peak of Spark-managed execution memory
+    spilled_bytes: float    # the largest task's memory spilled to disk
+
+
+def measured(spark, df) -> Measured:
+    """Times `df` (after a warm-up run) and reads, from Spark's status store, the memory its
+    tasks took from Spark's memory manager: sort buffers, WindowExec's partition buffer,
+    hash aggregation. Objects an aggregate keeps on the heap (our sketches) are not in it."""
+    sc = spark.sparkContext
     df.write.format("noop").mode("overwrite").save()
-    start = time.perf_counter()
-    df.write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - start
+    group = f"bench-{time.monotonic_ns()}"
+    sc.setJobGroup(group, group)
+    try:
+        start = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        seconds = time.perf_counter() - start
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    store, gateway = sc._jsc.sc().statusStore(), sc._gateway
+    quantiles = gateway.new_array(gateway.jvm.double, 1)
+    quantiles[0] = 1.0  # the largest task
+    peak = spilled = 0.0
+    for job in sc.statusTracker().getJobIdsForGroup(group):
+        for stage in sc.statusTracker().getJobInfo(job).stageIds:
+            summary = store.taskSummary(stage, 0, quantiles)
+            if summary.isDefined():
+                tasks = summary.get()
+                peak = max(peak, tasks.peakExecutionMemory().apply(0))
+                spilled = max(spilled, tasks.memoryBytesSpilled().apply(0))
+    return Measured(seconds, peak, spilled)
+
+
+def megabytes(n: float) -> str:
+    return f"{n / 2**20:,.1f}"
 
 
 def core_throughput(spark, sizes, report):
@@ -99,12 +131,14 @@ def core_throughput(spark, sizes, report):
             report.add("core", f"histogram eps={eps} p={p}", "rows/s", rate, "rows/s")
             lines.append(("histogram, in order, update + estimate", eps, p,
                           f"{rate / 1e6:,.1f} M/s"))
-    # The same work with the events in a fixed pattern: what is left once the CPU can
-    # predict the per-row "is it an event" branch.
-    rate = t.histogramRowsPerSecond(10**6, 0.01, 0.5, sizes.core_rows, 3, True)
-    report.add("core", "histogram eps=0.01 p=0.5 periodic", "rows/s", rate, "rows/s")
-    lines.append(("histogram, events every 2nd row (predictable branch)", 0.01, 0.5,
-                  f"{rate / 1e6:,.1f} M/s"))
+    # Controls at eps 0.01 that split the cost of a row: no events (the per-row floor),
+    # every row an event (all the insert and merge work, nothing to mispredict), and p = 0.5
+    # as a fixed pattern (the same work as random p = 0.5 with a predictable branch).
+    for label, p, periodic in (("no events", 0.0, False), ("every row an event", 1.0, False),
+                               ("events every 2nd row (predictable branch)", 0.5, True)):
+        rate = t.histogramRowsPerSecond(10**6, 0.01, p, sizes.core_rows, 3, periodic)
+        report.add("core", f"histogram eps=0.01 control: {label}", "rows/s", rate, "rows/s")
+        lines.append((f"histogram control: {label}", 0.01, p, f"{rate / 1e6:,.1f} M/s"))
     for eps in (0.1, 0.01):
         rate = t.dyadicInsertsPerSecond(10**6, eps, 0.5, sizes.core_rows // 10, 3)
         report.add("core", f"mergeable eps={eps}", "inserts/s", rate, "inserts/s")
@@ -114,10 +148,11 @@ def core_throughput(spark, sizes, report):
         lines.append(("mergeable sketch, 200-way fold", eps, 0.5, f"{merges:,.0f} merges/s"))
     report.table("Core throughput (one JVM thread, warmed up, best of 3)",
                  ["structure", "eps", "p(event)", "rate"], lines,
+                 "Every row is an update then an estimate, as in a running window frame. "
                  "Random events at p = 0.5 make the per-row 'is it an event' branch "
-                 "unpredictable; the periodic row runs the same inserts, merges and estimates "
-                 "with a predictable branch, which shows how much of the gap to p = 0.01 that "
-                 "branch costs.")
+                 "unpredictable; the controls run the same histogram with no events, with an "
+                 "event on every row, and with p = 0.5 as a fixed pattern, which splits a row's "
+                 "cost into the floor, the insert-and-merge work and the mispredicted branch.")
 
 
 def running_windows(spark, sizes, report):
@@ -135,7 +170,7 @@ def running_windows(spark, sizes, report):
             "running count, the floor (c)": "count(v) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING)",
             "exact sliding + segment tree (d)": None,
         }
-        results, used = {}, {}
+        results, used, memory = {}, {}, {}
         for name, expr in queries.items():
             sliding = name.startswith("exact sliding")
             rows = min(n, max(10_000, sizes.sliding_budget // window)) if sliding else n
@@ -143,26 +178,34 @@ def running_windows(spark, sizes, report):
                 expr = queries["exact sliding RANGE frame (a)"]
                 spark.conf.set("spark.sql.window.segmentTree.enabled", "true")
             try:
-                seconds = timed(spark.sql(f"SELECT {expr} AS c FROM stream WHERE ts < {rows}"))
+                m = measured(spark, spark.sql(f"SELECT {expr} AS c FROM stream WHERE ts < {rows}"))
             finally:
                 spark.conf.unset("spark.sql.window.segmentTree.enabled")
-            results[name] = seconds / rows * 1e9
+            results[name] = m.seconds / rows * 1e9
             used[name] = rows
+            memory[name] = m
             report.add("window", f"N={window} {name}", "ns/row", results[name], "ns/row",
                        f"{rows} rows")
+            report.add("window", f"N={window} {name}", "peak task memory", m.peak_task_bytes,
+                       "bytes", f"{rows} rows; spilled {m.spilled_bytes:.0f}")
         approx = results["approx_window_count"]
         for name, ns in results.items():
             lines.append((f"{window:,}", name, f"{used[name]:,}", f"{ns:,.0f}",
-                          f"{ns / approx:,.2f}"))
+                          f"{ns / approx:,.2f}", megabytes(memory[name].peak_task_bytes),
+                          megabytes(memory[name].spilled_bytes)))
         plot[window] = results
     report.table(
         f"Running windows over {n:,} rows (4 keys), cost per row",
-        ["window N", "query", "rows", "ns/row", "÷ approx"], lines,
+        ["window N", "query", "rows", "ns/row", "÷ approx", "peak task MB", "spilled MB"], lines,
         "Each query writes to Spark's noop sink, timed after one warm-up run. The exact "
         "sliding frames cost O(N) per row, so at large N they run on fewer rows "
         f"(rows × N ≤ {sizes.sliding_budget:.0e}, at least 10,000) and are compared per row; "
         "where a key's rows are fewer than N their frames never fill, so their figures there "
-        "understate the cost at that N. Peak memory per query is not reported yet.")
+        "understate the cost at that N. 'peak task MB' is the largest task's peak of "
+        "Spark-managed execution memory (Spark's status store): the sort and WindowExec's "
+        "buffer of a PARTITION BY group's rows, which every query here needs alike. The "
+        "sketch adds one exponential histogram per group on the heap, outside that figure: "
+        "two timestamps per bucket (the state-size table below).")
     return plot
 
 
@@ -176,13 +219,22 @@ def group_by(spark, sizes, report):
                           "(SELECT k, max(ts) AS now FROM events GROUP BY k) m ON e.k = m.k GROUP BY e.k",
         "percentile_approx (peer sketch)": "SELECT k, percentile_approx(ts, 0.5) FROM events GROUP BY k",
     }
-    seconds = {name: timed(spark.sql(q)) for name, q in queries.items()}
-    approx = seconds["approx_window_count"]
-    for name, s in seconds.items():
-        report.add("groupby", name, "seconds", s, "s")
+    results = {name: measured(spark, spark.sql(q)) for name, q in queries.items()}
+    approx = results["approx_window_count"].seconds
+    for name, m in results.items():
+        report.add("groupby", name, "seconds", m.seconds, "s")
+        report.add("groupby", name, "peak task memory", m.peak_task_bytes, "bytes",
+                   f"spilled {m.spilled_bytes:.0f}")
     report.table(f"GROUP BY: {sizes.group_keys:,} keys over {sizes.group_rows:,} rows",
-                 ["query", "seconds", "÷ approx"],
-                 [(name, f"{s:.2f}", f"{s / approx:.2f}") for name, s in seconds.items()])
+                 ["query", "seconds", "÷ approx", "peak task MB", "spilled MB"],
+                 [(name, f"{m.seconds:.2f}", f"{m.seconds / approx:.2f}",
+                   megabytes(m.peak_task_bytes), megabytes(m.spilled_bytes))
+                  for name, m in results.items()],
+                 "Peak task memory as above, Spark-managed memory only: approx_window_count and "
+                 "percentile_approx are object aggregates whose buffers live on the heap, "
+                 "outside Spark's memory manager, so they show 0 here; the exact query's hash "
+                 "aggregation and join show what they took. A sketch per key is a few hundred "
+                 "bytes (the state-size table).")
 
 
 def state_size(spark, sizes, report):
@@ -293,7 +345,8 @@ def scaling_child(master: str, rows: int) -> None:
     spark.range(rows).selectExpr("id % 8 AS k", "id % 10007 AS k2", "id AS ts",
                                  "(id * 2654435761) % 100 < 30 AS v") \
         .createOrReplaceTempView("stream")
-    print(json.dumps({name: timed(spark.sql(q)) for name, q in SCALING_QUERIES.items()}))
+    print(json.dumps({name: measured(spark, spark.sql(q)).seconds
+                      for name, q in SCALING_QUERIES.items()}))
     spark.stop()
 
 

@@ -25,5 +25,10 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     assert {r["section"] for r in rows} == {
         "core", "window", "groupby", "state", "accuracy", "streaming", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
+    # Window queries sort and the exact GROUP BY hashes and joins, all in memory Spark
+    # manages: a zero there would mean the status-store lookup missed the query's tasks.
+    peaks = {r["case"]: float(r["value"]) for r in rows if r["measure"] == "peak task memory"}
+    assert len(peaks) == 5 * 2 + 3
+    assert all(v > 0 for case, v in peaks.items() if case.startswith("N=") or case == "exact two-pass")
     for plot in ("window_time.png", "state_size.png"):
         assert (out / plot).stat().st_size > 5000
