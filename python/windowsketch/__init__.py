@@ -1,8 +1,10 @@
 """windowsketch: approximate sliding-window counts for Apache Spark.
 
-The SQL functions live in a jar bundled with this package. Make them available with
-:func:`configure` (before the session starts; works for Spark Connect's local server too)
-or :func:`register` (on a running classic session whose classpath holds the jar)::
+The SQL functions live in jars bundled with this package, one per supported Spark line
+(3.5 with Scala 2.12; 4.0 to 4.3 with Scala 2.13); the right one is picked from the running
+Spark's version. Make them available with :func:`configure` (before the session starts;
+works for Spark Connect's local server too) or :func:`register` (on a running classic
+session whose classpath holds the jar)::
 
     from pyspark.sql import SparkSession
     import windowsketch
@@ -17,11 +19,14 @@ import glob
 import os
 from typing import TYPE_CHECKING
 
+from windowsketch._lines import LINES, SUPPORTED, UnsupportedSparkVersion, find
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __version__ = "0.1.0"
-__all__ = ["EXTENSIONS_CLASS", "__version__", "configure", "jar_path", "register"]
+__all__ = ["EXTENSIONS_CLASS", "UnsupportedSparkVersion", "__version__", "bundled_lines",
+           "configure", "jar_path", "register"]
 
 #: The SparkSessionExtensions class to put in ``spark.sql.extensions``.
 EXTENSIONS_CLASS = "windowsketch.spark.WindowSketchExtensions"
@@ -29,15 +34,54 @@ EXTENSIONS_CLASS = "windowsketch.spark.WindowSketchExtensions"
 _REGISTRAR_CLASS = "windowsketch.spark.WindowSketch"
 
 
-def jar_path() -> str:
-    """The absolute path of the windowsketch jar bundled with this package."""
-    found = glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", "*.jar"))
-    if len(found) != 1:
+def _jars_dir() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars")
+
+
+def bundled_lines() -> list[str]:
+    """The Spark lines ("3.5", "4.1", ...) this installation holds a jar for."""
+    return [line.line for line in LINES
+            if os.path.isfile(os.path.join(_jars_dir(), line.jar_name(__version__)))]
+
+
+def _local_spark_version() -> str:
+    try:
+        from pyspark.version import __version__ as version
+    except ImportError as e:
+        raise RuntimeError(
+            "pyspark is not installed here, so windowsketch cannot tell which Spark's jar "
+            "you need: pass spark_version, such as jar_path(spark_version='3.5')") from e
+    return version
+
+
+def jar_path(spark_version: str | None = None) -> str:
+    """The absolute path of the bundled jar for a Spark line.
+
+    Parameters
+    ----------
+    spark_version : str, optional
+        The Spark that will load the jar, as ``"3.5"`` or ``"4.1.1"``: give it for a
+        cluster whose Spark is not the local pyspark (``spark-submit --jars``, a cluster
+        library). Default: the installed pyspark's version.
+
+    Raises
+    ------
+    UnsupportedSparkVersion
+        (a ValueError) for a Spark outside the supported lines, naming them.
+    FileNotFoundError
+        when this installation holds no jar for that line (a source install builds only
+        the jar of the pyspark it was installed beside), saying how to get it.
+    """
+    line = find(_local_spark_version() if spark_version is None else spark_version)
+    path = os.path.join(_jars_dir(), line.jar_name(__version__))
+    if not os.path.isfile(path):
+        have = ", ".join(bundled_lines()) or "none"
         raise FileNotFoundError(
-            "windowsketch's jar is missing from the installed package (expected one file in "
-            f"{os.path.dirname(os.path.abspath(__file__))}/jars); reinstall it with "
-            "`pip install windowsketch` or, from a checkout, `pip install -e .`")
-    return found[0]
+            f"this windowsketch installation has no jar for Spark {line.line} (it has: "
+            f"{have}; expected {path}). A source install builds the jar of the pyspark "
+            "installed beside it: reinstall windowsketch where that pyspark is installed, "
+            "or build every line's jar with WINDOWSKETCH_SPARK_LINES=all pip install .")
+    return path
 
 
 def _append_conf(current: str | None, value: str) -> str:
@@ -79,7 +123,19 @@ def register(spark: "SparkSession") -> None:
             "the server with the jar and spark.sql.extensions="
             f"{EXTENSIONS_CLASS} (windowsketch.configure(builder) does this for "
             "builder.remote('local[...]'))")
-    _scala_object(spark, _REGISTRAR_CLASS).register(jvm_session)
+    find(spark.version)  # an unsupported Spark: say so before touching the JVM
+    registrar = _scala_object(spark, _REGISTRAR_CLASS)
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        registrar.register(jvm_session)
+    except Py4JJavaError as e:
+        # The jar on the classpath was built for another Spark line: its own message
+        # names the jar to use.
+        message = str(e.java_exception.getMessage())
+        if message.startswith("windowsketch's jar"):
+            raise RuntimeError(message) from None
+        raise
 
 
 def _scala_object(spark: "SparkSession", class_name: str):
@@ -97,5 +153,5 @@ def _scala_object(spark: "SparkSession", class_name: str):
         raise RuntimeError(
             "windowsketch's jar is not on this session's classpath; create the session with "
             "windowsketch.configure(SparkSession.builder) or start it with "
-            f"--jars {jar_path()}") from e
+            f"--jars {jar_path(spark.version)}") from e
     return cls.getField("MODULE$").get(None)

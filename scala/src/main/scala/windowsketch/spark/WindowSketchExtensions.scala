@@ -10,6 +10,7 @@ import org.apache.spark.sql.windowsketch.{FunctionRegistrations, OrderedWindowFr
  */
 class WindowSketchExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
+    SparkLineCheck.requireBuiltLine()
     FunctionRegistrations.all.foreach(extensions.injectFunction)
     extensions.injectOptimizerRule(_ => OrderedWindowFrames)
   }

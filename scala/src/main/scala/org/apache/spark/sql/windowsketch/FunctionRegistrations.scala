@@ -2,8 +2,9 @@ package org.apache.spark.sql.windowsketch
 
 import scala.reflect.ClassTag
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.FunctionIdentifier
-import org.apache.spark.sql.catalyst.analysis.{FunctionRegistry, FunctionRegistryBase}
+import org.apache.spark.sql.catalyst.analysis.FunctionRegistryBase
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo}
 
 /**
@@ -26,14 +27,23 @@ object FunctionRegistrations {
     registration[WindowSketchBounds](WindowSketchBounds.Name))
 
   /**
-   * Adds every function to a live session's registry, under the qualified system name that
-   * functions injected by an extension get.
+   * Adds every function to a running classic session's registry, under the name that
+   * functions injected by an extension get on this Spark line, and the optimizer rule.
    */
-  def registerIn(registry: FunctionRegistry): Unit =
+  def registerIn(spark: SparkSession): Unit = {
+    val classic = ClassicSessions.of(spark).getOrElse(throw new IllegalArgumentException(
+      s"windowsketch can register functions only in a classic SparkSession, not in " +
+        s"${spark.getClass.getName}; for Spark Connect set " +
+        "spark.sql.extensions=windowsketch.spark.WindowSketchExtensions on the server"))
+    val registry = classic.sessionState.functionRegistry
     all.foreach { case (name, info, builder) =>
-      registry.registerFunction(
-        FunctionRegistry.builtinFunctionIdentifier(name.funcName), info, builder)
+      registry.registerFunction(BuiltinFunctionNames.identifier(name.funcName), info, builder)
     }
+    val optimizations = classic.experimental.extraOptimizations
+    if (!optimizations.contains(OrderedWindowFrames)) {
+      classic.experimental.extraOptimizations = optimizations :+ OrderedWindowFrames
+    }
+  }
 
   private def registration[T <: Expression : ClassTag](name: String): Registration = {
     val (info, builder) = FunctionRegistryBase.build[T](name, Some(Since))

@@ -143,7 +143,7 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
     DataTypeMismatch(
       errorSubClass = "UNEXPECTED_INPUT_TYPE",
       messageParameters = Map(
-        "paramIndex" -> ordinalNumber(index),
+        "paramIndex" -> QueryErrors.paramIndex(index),
         "requiredType" -> required,
         "inputSql" -> toSQLExpr(e),
         "inputType" -> toSQLType(e.dataType)))

@@ -8,7 +8,6 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescript
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.trees.UnaryLike
-import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
 import windowsketch.core.{CorruptSketchException, DyadicWindowSketch, SketchFormat,
@@ -93,12 +92,10 @@ private[windowsketch] object SketchInput {
     else DataTypeMismatch(
       errorSubClass = "UNEXPECTED_INPUT_TYPE",
       messageParameters = Map(
-        "paramIndex" -> "first",
+        "paramIndex" -> QueryErrors.paramIndex(0),
         "requiredType" -> "\"BINARY\" (a sketch made by window_sketch)",
         "inputSql" -> QueryErrors.toSQLExpr(sketch),
         "inputType" -> QueryErrors.toSQLType(sketch.dataType)))
-
-  private object QueryErrors extends QueryErrorsBase
 }
 
 /** The running union of window_sketch_merge: empty until the first sketch arrives. */
