@@ -1,10 +1,12 @@
 """One SparkSession for the whole run, with windowsketch configured, plus stream helpers."""
 from __future__ import annotations
 
-import glob
+import contextlib
+import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -13,19 +15,72 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
 
 
+def _spark_line() -> str:
+    from pyspark.version import __version__
+
+    from windowsketch._lines import line_of
+
+    return line_of(__version__)
+
+
+#: The installed pyspark's line, "3.5" ... "4.3".
+SPARK_LINE = _spark_line()
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--spark-lines", default="", metavar="LINES",
+        help="also run the suite on other supported Spark lines, each in a virtualenv of its "
+             "own with one release wheel (tests/lines): 'all', or a list such as 3.5,4.1")
+
+
+def pytest_ignore_collect(collection_path, config):
+    # The line matrix builds wheels and virtualenvs: only when asked for.
+    if collection_path.name == "lines" and collection_path.parent.name == "tests":
+        return None if config.getoption("--spark-lines") else True
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    # The other lines' tests only wait for results worked out in the background while
+    # the rest runs (tests/lines): so they go last.
+    items.sort(key=lambda item: item.path.parent.name == "lines")
+
+
+def pytest_collection_finish(session):
+    matrix = sys.modules.get("test_spark_lines")
+    if matrix is not None and session.config.getoption("--spark-lines"):
+        matrix.start(session.config, tempfile.mkdtemp(prefix="windowsketch-lines-"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    matrix = sys.modules.get("test_spark_lines")
+    if matrix is not None and matrix.RESULTS:
+        terminalreporter.section("Spark lines")
+        for line, summary in sorted(matrix.RESULTS.items()):
+            terminalreporter.write_line(f"Spark {line} ({summary})")
+
+
+def pytest_sessionstart(session):
+    _rebuild_stale_jar()
+
+
 def _rebuild_stale_jar() -> None:
-    """In a source checkout, rebuild the jar if scala/ changed since the install built it."""
+    """In a source checkout (an editable install), rebuild the installed pyspark's jar if
+    scala/ changed since the install built it: before any test, as some only use the jar."""
+    import windowsketch
+
+    package_dir = os.path.dirname(os.path.realpath(windowsketch.__file__))
+    if package_dir != os.path.join(os.path.realpath(ROOT), "python", "windowsketch"):
+        return  # an installed wheel: test its jars as they are
     sys.path.insert(0, os.path.join(ROOT, "scala"))
     try:
         import build_jar
     finally:
         sys.path.pop(0)
-    import windowsketch
-
-    jars = glob.glob(os.path.join(ROOT, "python", "windowsketch", "jars", "*.jar"))
-    if jars and os.path.realpath(windowsketch.jar_path()) == os.path.realpath(jars[0]) \
-            and not build_jar.is_up_to_date(jars[0]):
-        build_jar.build(jars[0], windowsketch.__version__)
+    installed = build_jar.installed_pyspark()
+    build_jar.build_lines(build_jar.requested_lines(None, installed), build_jar.JARS_DIR,
+                          windowsketch.__version__, installed)
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +89,6 @@ def spark():
 
     import windowsketch
 
-    _rebuild_stale_jar()
     builder = (SparkSession.builder.master("local[2]").appName("windowsketch-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4")
@@ -127,6 +181,30 @@ def exact_counts(ts, events, window: int) -> np.ndarray:
     edge = np.where(no_expiry, 0, ts - np.where(no_expiry, 0, window))
     lo = np.where(no_expiry, 0, np.searchsorted(ts, edge, side="right"))
     return prefix[1:] - prefix[lo]
+
+
+def error_condition(error) -> str:
+    """A Spark error's class: getCondition() from Spark 4.0, getErrorClass() before."""
+    return error.getCondition() if hasattr(error, "getCondition") else error.getErrorClass()
+
+
+def parameter_index(position: int) -> str:
+    """How Spark names the `position`-th (from 0) parameter in a type error: "first" from
+    Spark 4.0, "1" in 3.5."""
+    return (str(position + 1) if SPARK_LINE == "3.5"
+            else ["first", "second", "third", "fourth"][position])
+
+
+@contextlib.contextmanager
+def local_connect_port():
+    """Holds the port a local Spark Connect server binds (15002) against other test runs
+    on this machine: the line matrix runs suites side by side (tests/lines)."""
+    with open(os.path.join(tempfile.gettempdir(), "windowsketch-connect-15002.lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def run_in_own_process(script: str, cwd) -> str:

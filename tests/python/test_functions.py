@@ -9,6 +9,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 import windowsketch
+from conftest import run_in_own_process
 from windowsketch.functions import approx_window_count
 
 
@@ -97,6 +98,29 @@ def test_configure_keeps_existing_settings():
 def test_register_on_a_running_session(spark):
     windowsketch.register(spark)
     assert spark.sql("SELECT approx_window_count(true, 5, 3) AS n").collect()[0].n == 1
+
+
+REGISTER_ON_JARS_ONLY = '''
+import windowsketch
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.jars", windowsketch.jar_path()).getOrCreate())
+assert "approx_window_count" not in [f.name for f in spark.catalog.listFunctions()]
+windowsketch.register(spark)
+windowsketch.register(spark)  # twice is harmless
+q = spark.sql("""SELECT ts, approx_window_count(v, ts, 3, 0.05) OVER (ORDER BY ts) AS n
+                 FROM VALUES (1, true), (2, false), (3, true), (4, true) AS t(ts, v)""")
+print("COUNTS", [r.n for r in q.orderBy("ts").collect()])
+# the optimizer rule came too: the running frame gets the time-ordered histogram
+print("ORDERED", "0.05, true" in q._jdf.queryExecution().optimizedPlan().toString())
+spark.stop()
+'''
+
+
+def test_register_on_a_session_started_with_only_the_jar(tmp_path):
+    """The path of `spark-submit --jars ...` then register(): no extension configured."""
+    out = run_in_own_process(REGISTER_ON_JARS_ONLY, tmp_path)
+    assert "COUNTS [1, 1, 2, 2]" in out and "ORDERED True" in out
 
 
 def test_register_explains_a_missing_jar(spark):

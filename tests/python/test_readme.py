@@ -17,6 +17,6 @@ def test_ci_runs_exactly_the_commands_readme_gives():
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
     commands = ci_commands()
-    assert commands == ["pip install -e '.[test]'", "pytest"]
+    assert commands == ["pip install -e '.[test]'", "pytest --spark-lines=all"]
     for command in commands:
         assert f"```bash\n{command}\n```" in readme

@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 from pyspark.errors import AnalysisException
 
+from conftest import error_condition, parameter_index
+
 TS = "TIMESTAMP'2024-01-01 00:00:00'"
 
 
@@ -26,7 +28,7 @@ def analysis_error(spark, sql: str) -> AnalysisException:
 ])
 def test_bad_eps(spark, eps, condition):
     e = analysis_error(spark, f"SELECT approx_window_count(true, 1, 10, {eps})")
-    assert e.getCondition() == f"DATATYPE_MISMATCH.{condition}"
+    assert error_condition(e) == f"DATATYPE_MISMATCH.{condition}"
     assert "`eps`" in str(e)
 
 
@@ -47,28 +49,28 @@ def test_bad_eps(spark, eps, condition):
 ])
 def test_bad_window(spark, ts, window, condition):
     e = analysis_error(spark, f"SELECT approx_window_count(true, {ts}, {window}) FROM range(1)")
-    assert e.getCondition() == f"DATATYPE_MISMATCH.{condition}"
+    assert error_condition(e) == f"DATATYPE_MISMATCH.{condition}"
     assert "`window`" in str(e)
 
 
 @pytest.mark.parametrize("v", ["1.5", "'yes'", "CAST(1 AS DOUBLE)", "array(1)"])
 def test_bad_event_type(spark, v):
     e = analysis_error(spark, f"SELECT approx_window_count({v}, 1, 10)")
-    assert e.getCondition() == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
-    assert e.getMessageParameters()["paramIndex"] == "first"
+    assert error_condition(e) == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
+    assert e.getMessageParameters()["paramIndex"] == parameter_index(0)
 
 
 @pytest.mark.parametrize("ts", ["'2024-01-01'", "1.5", "true"])
 def test_bad_time_type(spark, ts):
     e = analysis_error(spark, f"SELECT approx_window_count(true, {ts}, 10)")
-    assert e.getCondition() == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
-    assert e.getMessageParameters()["paramIndex"] == "second"
+    assert error_condition(e) == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
+    assert e.getMessageParameters()["paramIndex"] == parameter_index(1)
 
 
 @pytest.mark.parametrize("args", ["true, 1", "true", "true, 1, 10, 0.1, 5"])
 def test_wrong_number_of_arguments(spark, args):
     e = analysis_error(spark, f"SELECT approx_window_count({args})")
-    assert e.getCondition() == "WRONG_NUM_ARGS.WITHOUT_SUGGESTION"
+    assert error_condition(e) == "WRONG_NUM_ARGS.WITHOUT_SUGGESTION"
 
 
 @pytest.mark.parametrize("value", [2, -1, 7])

@@ -7,6 +7,8 @@ import datetime
 import numpy as np
 import pytest
 
+from conftest import error_condition
+
 from windowsketch.functions import (window_sketch, window_sketch_estimate,
                                     window_sketch_merge)
 
@@ -145,4 +147,4 @@ def test_type_errors(spark):
                 "SELECT window_sketch_estimate(X'00', 'x')"):
         with pytest.raises(AnalysisException) as info:
             spark.sql(sql).collect()
-        assert info.value.getCondition() == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
+        assert error_condition(info.value) == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"

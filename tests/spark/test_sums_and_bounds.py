@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from pyspark.errors import AnalysisException
 
+from conftest import error_condition
+
 from windowsketch.functions import (approx_window_count_bounds, approx_window_sum,
                                     window_sketch, window_sketch_bounds,
                                     window_sketch_estimate)
@@ -84,7 +86,7 @@ def test_negative_value_is_a_runtime_error_naming_it(spark):
 def test_decimal_or_floating_value_is_a_type_error(spark, value):
     with pytest.raises(AnalysisException) as info:
         spark.sql(f"SELECT approx_window_sum({value}, 1, 5)").collect()
-    assert info.value.getCondition() == "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT"
+    assert error_condition(info.value) == "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT"
     assert "`value`" in str(info.value) and "CAST(price * 100 AS BIGINT)" in str(info.value)
 
 

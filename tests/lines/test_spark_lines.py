@@ -1,0 +1,311 @@
+"""windowsketch on the other supported Spark lines, each in a virtualenv of its own.
+
+`pytest --spark-lines=all` (what CI runs) builds one release wheel, holding every line's
+jar, from a clean copy of the checkout. Then, for each line other than the installed
+pyspark's, in a virtualenv holding that line's pyspark from PyPI:
+
+1. installing the wheel keeps that pyspark;
+2. the suite passes there (SUITES says which parts);
+3. a jar of another line is refused with a message naming the right one;
+4. installing a clean copy from source builds this line's jar, and the SQL quickstart,
+   `windowsketch demo` and `windowsketch sql -f sql-examples/quickstart.sql` work.
+
+All of it runs in the background from the end of collection, two lines at a time, while
+the main suite runs (the work is mostly waiting: JVM start-up, pip, Spark's scheduling);
+the tests here, which pytest runs last, wait for their line's results. Virtualenvs are
+kept in the build cache (scala/build_jar.py) between runs.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pytest
+
+from conftest import ROOT, SPARK_LINE
+
+sys.path.insert(0, os.path.join(ROOT, "scala"))
+import build_jar  # noqa: E402
+
+sys.path.pop(0)
+from windowsketch._lines import LINES, find  # noqa: E402
+
+# The pyspark release each line is tested on: its newest patch release, while the release
+# wheel compiles against the line's first, so CI checks one jar across its line's patches.
+TESTED_PYSPARK = {"3.5": "3.5.9", "4.0": "4.0.5", "4.1": "4.1.4", "4.2": "4.2.1",
+                  "4.3": "4.3.0"}
+
+# What runs where. Everything that touches Spark runs on every line. The core (Scala with
+# no Spark in it) and the two-executor cluster run on 3.5, the other Scala; the main run
+# covers them on Scala 2.13. The demo command runs in step 4; the benchmark harness is a
+# tool of the main line, not a test of a line.
+_SPARK_FACING = [
+    "tests/spark", "tests/python",
+    "--deselect", "tests/python/test_benchmarks.py::test_quick_benchmark_writes_report_csv_and_plots",
+    "--deselect", "tests/python/test_cli.py::test_demo_command_runs_end_to_end"]
+_SCALA_213 = [
+    "--deselect", "tests/spark/test_local_cluster.py::test_group_by_across_executor_processes",
+    "--deselect", "tests/python/test_shell.py::test_sql_example_prints_expected_rows[retail_moving_sums.sql]"]
+SUITES = {"3.5": ["tests/core", *_SPARK_FACING],
+          **{line: [*_SPARK_FACING, *_SCALA_213] for line in ("4.0", "4.1", "4.2", "4.3")}}
+assert set(SUITES) == set(TESTED_PYSPARK) == {line.line for line in LINES}
+STEPS = ("wheel", "suite", "refused", "source")
+
+#: Per line, the suite's summary ("512 passed, 1 skipped in 250.3s"), for the report.
+RESULTS: dict[str, str] = {}
+
+
+def requested_lines(config) -> list[str]:
+    spec = config.getoption("--spark-lines").strip()
+    if spec == "all":
+        lines = [line.line for line in LINES if line.line != SPARK_LINE]
+    else:
+        lines = [find(part).line for part in spec.split(",") if part.strip()]
+    return sorted(lines, key=lambda line: -len(SUITES[line]))  # the longest first
+
+
+def pytest_generate_tests(metafunc):
+    if "line" in metafunc.fixturenames:
+        lines = requested_lines(metafunc.config)
+        metafunc.parametrize("line", lines, ids=[f"spark{line}" for line in lines])
+
+
+class Venv:
+    """A virtualenv holding one line's pyspark (with Spark Connect's client), as a user's."""
+
+    def __init__(self, line: str):
+        self.line = line
+        self.version = TESTED_PYSPARK[line]
+        self.path = os.path.join(build_jar.cache_dir(), "venvs", f"pyspark-{self.version}-py"
+                                 f"{sys.version_info[0]}.{sys.version_info[1]}")
+        self.bin = os.path.join(self.path, "bin")
+        self.python = os.path.join(self.bin, "python")
+        # Spark's Python workers and the `windowsketch` command must come from here too.
+        self.env = {**os.environ, "PATH": self.bin + os.pathsep + os.environ["PATH"],
+                    "PYSPARK_PYTHON": self.python, "PYSPARK_DRIVER_PYTHON": self.python,
+                    "VIRTUAL_ENV": self.path}
+        for leak in ("PYTHONPATH", "SPARK_HOME", "WINDOWSKETCH_SPARK_LINES"):
+            self.env.pop(leak, None)
+
+    def create(self) -> None:
+        if os.path.exists(self.python) and self.run(
+                self.python, "-c", "import pyspark", check=False).returncode == 0:
+            return
+        shutil.rmtree(self.path, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", self.path], check=True,
+                       stdin=subprocess.DEVNULL, capture_output=True)
+        self.pip("install", "-q", f"pyspark[connect]=={self.version}")
+
+    def run(self, *args, timeout=900, cwd=ROOT, check=True) -> subprocess.CompletedProcess:
+        result = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout,
+                                cwd=cwd, env=self.env, stdin=subprocess.DEVNULL)
+        if check:
+            assert result.returncode == 0, (
+                f"{' '.join(args)[:300]} failed ({result.returncode}):\n"
+                f"{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+        return result
+
+    def pip(self, *args, timeout=1800):
+        return self.run(self.python, "-m", "pip", "--disable-pip-version-check", *args,
+                        timeout=timeout)
+
+    def pyspark_version(self) -> str:
+        return self.run(self.python, "-c", "import pyspark.version as v; print(v.__version__)"
+                        ).stdout.strip()
+
+    def bundled_lines(self) -> str:
+        return self.run(self.python, "-c", "import windowsketch; "
+                        "print(','.join(windowsketch.bundled_lines()))").stdout.strip()
+
+    def python_script(self, script: str, cwd):
+        return self.run(self.python, "-c", textwrap.dedent(script), cwd=cwd)
+
+
+def clean_copy(target: str) -> str:
+    """The checkout's files as a clone would have them (tracked, or new and not ignored),
+    and nothing else: no built jar. A fresh one per build, since a build writes its jars
+    into the source tree."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        source = os.path.join(ROOT, name)
+        if os.path.isfile(source):
+            os.makedirs(os.path.dirname(os.path.join(target, name)), exist_ok=True)
+            shutil.copy2(source, os.path.join(target, name))
+    return target
+
+
+def build_release_wheel(work: str) -> str:
+    """The release build: one wheel with every line's jar."""
+    source = clean_copy(os.path.join(work, "release", "windowsketch"))
+    out = os.path.join(work, "dist")
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
+         "-w", out, source],
+        capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL,
+        env={**os.environ, "WINDOWSKETCH_SPARK_LINES": "all"})
+    assert result.returncode == 0, result.stderr[-5000:]
+    (wheel,) = [f for f in os.listdir(out) if f.endswith(".whl")]
+    return os.path.join(out, wheel)
+
+
+def install_wheel(venv: Venv, wheel: str) -> None:
+    before = venv.pyspark_version()
+    venv.pip("install", "-q", "--force-reinstall", "--no-deps", wheel)
+    venv.pip("install", "-q", f"{wheel}[test]")
+    assert venv.pyspark_version() == before == venv.version, "the user's pyspark changed"
+    assert venv.bundled_lines() == ",".join(line.line for line in LINES)
+
+
+def run_suite(venv: Venv) -> None:
+    result = venv.run(venv.python, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                      "-o", "addopts=-ra", *SUITES[venv.line], timeout=3600, check=False)
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    RESULTS[venv.line] = f"pyspark {venv.version}: {summary}"
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-3000:]
+    assert re.search(r"\d+ passed", summary) and "failed" not in summary, summary
+
+
+def refuse_other_lines_jars(venv: Venv, work: str) -> None:
+    """A --jars mistake gets the jar to use, not a NoSuchMethodError: through the extension
+    for the first other line, through register() for the second."""
+    others = sorted({LINES[0].line, LINES[-1].line} - {venv.line})
+    for other, how in zip(others, ("extension", "register")):
+        out = venv.python_script(f"""
+            from pyspark.sql import SparkSession
+            import windowsketch
+            builder = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+                       .config("spark.jars", windowsketch.jar_path("{other}")))
+            if "{how}" == "extension":
+                builder = builder.config("spark.sql.extensions", windowsketch.EXTENSIONS_CLASS)
+            try:
+                windowsketch.register(builder.getOrCreate())
+            except Exception as e:
+                print("REFUSED:", e)
+            else:
+                print("LOADED")
+            """, work).stdout
+        assert "REFUSED:" in out, (other, how, out[-2000:])
+        assert f"is built for Spark {other}" in out, out[-2000:]
+        assert f"but this is Spark {venv.version}" in out, out[-2000:]
+        assert f"`windowsketch jar-path --spark {venv.version}`" in out, out[-2000:]
+        assert "NoSuchMethodError" not in out and "ClassNotFoundException" not in out
+
+
+QUICKSTART = """
+    import datetime
+    from pyspark.sql import SparkSession
+    import windowsketch
+
+    spark = windowsketch.configure(SparkSession.builder.master("local[2]")
+                                   .config("spark.ui.enabled", "false")).getOrCreate()
+    t = datetime.datetime(2025, 1, 1, 10)
+    spark.createDataFrame(
+        [("a", t, 404), ("a", t + datetime.timedelta(minutes=5), 404),
+         ("a", t + datetime.timedelta(minutes=12), 200), ("b", t, 404)],
+        "host STRING, ts TIMESTAMP, status INT").createOrReplaceTempView("logs")
+    rows = spark.sql('''
+      SELECT host, ts,
+             approx_window_count(status = 404, ts, INTERVAL 10 MINUTES) OVER (
+               PARTITION BY host ORDER BY ts) AS recent_404s
+      FROM logs ORDER BY host, ts''').collect()
+    print("QUICKSTART", [r.recent_404s for r in rows])
+"""
+
+
+def install_from_source(venv: Venv, work: str) -> None:
+    source = clean_copy(os.path.join(work, "source", "windowsketch"))
+    venv.pip("install", "-q", "--force-reinstall", "--no-deps", source)
+    assert venv.pyspark_version() == venv.version
+    assert venv.bundled_lines() == venv.line  # just the installed pyspark's jar
+    assert "QUICKSTART [1, 2, 1, 1]" in venv.python_script(QUICKSTART, work).stdout
+    demo = venv.run("windowsketch", "demo", "--eps", "0.05", cwd=work, timeout=600).stdout
+    assert "30,969 requests, 221 of them 404s" in demo and "on every row: held" in demo
+    shell = venv.run("windowsketch", "sql", "--conf", "spark.ui.enabled=false", "-f",
+                     os.path.join(ROOT, "sql-examples", "quickstart.sql"),
+                     cwd=work, timeout=600).stdout
+    with open(os.path.join(ROOT, "sql-examples", "expected", "quickstart.out")) as f:
+        assert shell == f.read()
+
+
+class Matrix:
+    """Runs every requested line's steps in the background; tests read the outcomes."""
+
+    def __init__(self, lines: list[str], work: str):
+        self.work = work
+        self.outcomes = {line: {step: Future() for step in STEPS} for line in lines}
+        self.wheel = Future()
+        self.pool = ThreadPoolExecutor(max_workers=2)
+        threading.Thread(target=self._build_wheel, daemon=True).start()
+        for line in lines:
+            self.pool.submit(self._run_line, line)
+
+    def _build_wheel(self) -> None:
+        try:
+            self.wheel.set_result(build_release_wheel(self.work))
+        except BaseException as e:  # noqa: BLE001 - handed to the tests that need it
+            self.wheel.set_exception(e)
+
+    def _run_line(self, line: str) -> None:
+        outcomes = self.outcomes[line]
+        work = os.path.join(self.work, f"spark{line}")
+        os.makedirs(work)
+        try:
+            venv = Venv(line)
+            venv.create()
+            steps = {"wheel": lambda: install_wheel(venv, self.wheel.result()),
+                     "suite": lambda: run_suite(venv),
+                     "refused": lambda: refuse_other_lines_jars(venv, work),
+                     "source": lambda: install_from_source(venv, work)}
+            for step in STEPS:
+                if step in ("suite", "refused") and outcomes["wheel"].exception() is not None:
+                    outcomes[step].set_exception(
+                        AssertionError("not run: installing the wheel failed"))
+                    continue
+                try:
+                    steps[step]()
+                    outcomes[step].set_result(None)
+                except BaseException:  # noqa: BLE001 - reported by that step's test
+                    outcomes[step].set_exception(AssertionError(traceback.format_exc()))
+        except BaseException:  # noqa: BLE001 - the virtualenv, or a step's prerequisite
+            for future in outcomes.values():
+                if not future.done():
+                    future.set_exception(AssertionError(traceback.format_exc()))
+
+    def result(self, line: str, step: str) -> None:
+        error = self.outcomes[line][step].exception()  # waits
+        if error is not None:
+            pytest.fail(str(error), pytrace=False)
+
+
+_matrix: Matrix | None = None
+
+
+def start(config, work: str) -> None:
+    """Called by conftest once collection is done, before the first test."""
+    global _matrix
+    _matrix = Matrix(requested_lines(config), work)
+
+
+def test_wheel_installs_beside_the_users_pyspark(line):
+    _matrix.result(line, "wheel")
+
+
+def test_suite_passes_on_the_line(line):
+    _matrix.result(line, "suite")
+
+
+def test_a_jar_of_another_line_is_refused_by_name(line):
+    _matrix.result(line, "refused")
+
+
+def test_source_install_builds_this_lines_jar_and_the_quickstarts_run(line):
+    _matrix.result(line, "source")
