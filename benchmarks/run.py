@@ -102,6 +102,9 @@ def measured(spark, df) -> Measured:
         seconds = time.perf_counter() - start
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
+    # The status store learns of finished tasks through the listener bus, asynchronously:
+    # let it catch up, or the last tasks' figures may be missing.
+    sc._jsc.sc().listenerBus().waitUntilEmpty(60_000)
     store, gateway = sc._jsc.sc().statusStore(), sc._gateway
     quantiles = gateway.new_array(gateway.jvm.double, 1)
     quantiles[0] = 1.0  # the largest task

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import zlib
 
 import numpy as np
 import pytest
@@ -160,6 +161,12 @@ def _flags(values) -> bytes:
 @pytest.fixture(scope="session")
 def sketches(spark):
     return Sketches(spark)
+
+
+def stable_seed(*parts) -> int:
+    """A seed from test parameters that is the same in every run (hash() of a string is
+    not: it depends on PYTHONHASHSEED)."""
+    return zlib.crc32(repr(parts).encode())
 
 
 def exact_in_window(ts, events, window: int) -> int:

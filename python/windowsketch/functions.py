@@ -188,10 +188,20 @@ def window_sketch_merge(sketch: ColumnOrName) -> Column:
 
     Examples
     --------
+    >>> from windowsketch.functions import (window_sketch, window_sketch_estimate,
+    ...                                     window_sketch_merge)
+    >>> events = spark.createDataFrame(
+    ...     [("a", 1, 1, True), ("a", 1, 2, True), ("a", 2, 3, False), ("a", 2, 4, True)],
+    ...     "host STRING, day INT, ts INT, is_error BOOLEAN")
     >>> daily = events.groupBy("host", "day").agg(
-    ...     window_sketch("is_error", "ts", "1 hour").alias("s"))
+    ...     window_sketch("is_error", "ts", 3).alias("s"))
     >>> daily.groupBy("host").agg(
-    ...     window_sketch_estimate(window_sketch_merge("s")).alias("errors_last_hour"))
+    ...     window_sketch_estimate(window_sketch_merge("s")).alias("errors")).show()
+    +----+------+
+    |host|errors|
+    +----+------+
+    |   a|     2|
+    +----+------+
     """
     _check_column(sketch, "sketch")
     return F.call_function("window_sketch_merge", _column(sketch))
@@ -221,6 +231,20 @@ def window_sketch_estimate(
     -------
     :class:`~pyspark.sql.Column`
         BIGINT; NULL when the sketch or ``as_of`` is NULL.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_sketch, window_sketch_estimate
+    >>> df = spark.createDataFrame(
+    ...     [(1, True), (2, False), (3, True), (4, True), (9, False)], "ts INT, v BOOLEAN")
+    >>> s = df.agg(window_sketch("v", "ts", 10).alias("s"))
+    >>> s.select(window_sketch_estimate("s").alias("in_10"),
+    ...          window_sketch_estimate("s", 9, 6).alias("in_6")).show()
+    +-----+----+
+    |in_10|in_6|
+    +-----+----+
+    |    3|   1|
+    +-----+----+
     """
     return _sketch_query("window_sketch_estimate", sketch, as_of, sub_window)
 
@@ -235,6 +259,19 @@ def window_sketch_bounds(
     :class:`~pyspark.sql.Column`
         STRUCT<estimate BIGINT, lower BIGINT, upper BIGINT> with
         ``lower <= exact <= upper`` always; NULL when the sketch or ``as_of`` is NULL.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_sketch, window_sketch_bounds
+    >>> df = spark.createDataFrame(
+    ...     [(1, True), (2, False), (3, True), (4, True), (9, False)], "ts INT, v BOOLEAN")
+    >>> df.agg(window_sketch_bounds(window_sketch("v", "ts", 10), 12).alias("b")) \\
+    ...     .select("b.*").show()
+    +--------+-----+-----+
+    |estimate|lower|upper|
+    +--------+-----+-----+
+    |       2|    2|    2|
+    +--------+-----+-----+
     """
     return _sketch_query("window_sketch_bounds", sketch, as_of, sub_window)
 
@@ -257,10 +294,19 @@ def approx_window_count_bounds(
     Examples
     --------
     >>> from pyspark.sql import Window
-    >>> w = Window.partitionBy("host").orderBy("ts")
-    >>> logs.select("ts", approx_window_count_bounds(
-    ...     logs.status == 404, "ts", "10 minutes").over(w).alias("b")) \\
-    ...     .select("ts", "b.estimate", "b.lower", "b.upper")
+    >>> from windowsketch.functions import approx_window_count_bounds
+    >>> df = spark.createDataFrame(
+    ...     [(1, True), (2, False), (3, True), (4, True)], "ts INT, v BOOLEAN")
+    >>> df.select("ts", approx_window_count_bounds("v", "ts", 3).over(Window.orderBy("ts"))
+    ...           .alias("b")).select("ts", "b.*").show()
+    +---+--------+-----+-----+
+    | ts|estimate|lower|upper|
+    +---+--------+-----+-----+
+    |  1|       1|    1|    1|
+    |  2|       1|    1|    1|
+    |  3|       2|    2|    2|
+    |  4|       2|    2|    2|
+    +---+--------+-----+-----+
     """
     return _window_aggregate("approx_window_count_bounds", v, ts, window, eps)
 
@@ -290,6 +336,7 @@ def approx_window_sum(
     Examples
     --------
     >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_sum
     >>> df = spark.createDataFrame([(1, 5), (2, 0), (3, 100), (4, 7)], "ts INT, qty INT")
     >>> df.select("ts", approx_window_sum("qty", "ts", 3).over(Window.orderBy("ts"))
     ...           .alias("moving")).show()

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import exact_in_window
+from conftest import exact_in_window, stable_seed
 
 EPSILONS = [0.5, 0.1, 0.05, 0.01]
-WORST = {"ratio": 0.0}  # the worst |error| / (eps * exact) seen, for the closing report
 
 
 def check(sketch, ts, events, window, eps):
@@ -17,8 +16,6 @@ def check(sketch, ts, events, window, eps):
     estimate, lower, upper = sketch.estimate(), sketch.lowerBound(), sketch.upperBound()
     assert lower <= exact <= upper, (lower, exact, upper)
     assert abs(estimate - exact) <= eps * exact, (estimate, exact, eps)
-    if exact:
-        WORST["ratio"] = max(WORST["ratio"], abs(estimate - exact) / (eps * exact))
 
 
 def bursty_stream(rng, n, span):
@@ -41,7 +38,7 @@ ORDERS = {
 @pytest.mark.parametrize("window", [1, 50, 2000, 10**9])
 @pytest.mark.parametrize("eps", EPSILONS)
 def test_bound_after_every_insert_in_any_order(sketches, order, window, eps):
-    rng = np.random.default_rng(abs(hash((order, window, eps))) % 2**32)
+    rng = np.random.default_rng(stable_seed(order, window, eps))
     n = 2500
     ts, events = bursty_stream(rng, n, span=6000)
     perm = ORDERS[order](rng, n)
@@ -102,10 +99,16 @@ def test_any_split_any_merge_order(sketches, n, parts, window, eps, tree, throug
     assert merged.effectiveEps() == eps
 
 
-def test_error_does_not_grow_with_merges(sketches):
-    rng = np.random.default_rng(5)
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_error_does_not_grow_with_merges(sketches, seed):
+    """Folding 1, 10, 200 or 1000 partial sketches: the same eps, a certified interval no
+    wider than 2 eps at any depth, and state within 3x of a single sketch's (measured at
+    these seeds: widths 0.05 - 0.09 of the exact count, nodes 120 - 260)."""
+    rng = np.random.default_rng(seed)
     ts, events = bursty_stream(rng, 20_000, span=40_000)
     window, eps = 15_000, 0.05
+    exact = exact_in_window(ts, events, window)
+    nodes = {}
     for parts in (1, 10, 200, 1000):
         owner = rng.integers(0, parts, len(ts))
         merged = sketches.dyadic(window, eps)
@@ -113,6 +116,10 @@ def test_error_does_not_grow_with_merges(sketches):
             rows = owner == p
             merged.merge(sketches.dyadic(window, eps, ts[rows], events[rows]))
         check(merged, ts, events, window, eps)
+        assert merged.effectiveEps() == eps, parts
+        assert merged.upperBound() - merged.lowerBound() <= 2 * eps * exact, parts
+        nodes[parts] = merged.nodeCount()
+    assert max(nodes.values()) <= 3 * nodes[1], nodes
 
 
 def test_state_after_a_200_way_fold_stays_near_a_fresh_build(sketches):
@@ -150,7 +157,10 @@ def test_node_cap_coarsens_eps_and_says_so(sketches):
     sketch.compress()
     assert sketch.nodeCount() <= 4096
     effective = sketch.effectiveEps()
-    assert effective > 0.0001
+    # Coarsened by doublings only as far as the cap needs (measured: 0.0032 with 2168 nodes),
+    # so the sketch uses the room it has rather than giving up precision wholesale.
+    assert 0.0001 < effective <= 0.0064
+    assert sketch.nodeCount() > 4096 // 4
     check(sketch, ts, events, window, effective)
 
 
@@ -158,9 +168,3 @@ def test_merging_different_parameters_is_an_error(sketches):
     a, b = sketches.dyadic(100, 0.1), sketches.dyadic(100, 0.05)
     with pytest.raises(Exception, match="different parameters"):
         a.merge(b)
-
-
-def test_report_worst_error_ratio():
-    """Runs last in this module: prints the worst |error| / (eps * exact) of the checks."""
-    print(f"\nworst observed |error| / (eps * exact), mergeable sketch: {WORST['ratio']:.3f}")
-    assert WORST["ratio"] <= 1.0

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-REPORT = {"sum": 0.0, "sub-window": 0.0, "width": []}
-
+from conftest import stable_seed
 
 def exact_sum(ts, values, window):
     return int(np.sum(np.where(np.asarray(ts) > int(np.max(ts)) - window, values, 0)))
@@ -31,26 +30,29 @@ def edge_bursts(rng, n, window):
 @pytest.mark.parametrize("window", [5, 300, 5000])
 @pytest.mark.parametrize("eps", [0.2, 0.05, 0.01])
 @pytest.mark.parametrize("order", ["sorted", "shuffled"])
-@pytest.mark.parametrize("stream", ["heavy-tailed", "edge-bursts", "zeros"])
+@pytest.mark.parametrize("stream", ["heavy-tailed", "edge-bursts", "sparse"])
 def test_sum_bound_on_every_row(sketches, window, eps, order, stream):
-    rng = np.random.default_rng(abs(hash((window, eps, order, stream))) % 2**32)
+    rng = np.random.default_rng(stable_seed(window, eps, order, stream))
     n = 3000
     if stream == "edge-bursts":
         ts, values = edge_bursts(rng, n, window)
     else:
         ts = np.sort(rng.integers(0, 2 * n, n)).astype(np.int64)
-        values = heavy_tailed(rng, n) if stream == "heavy-tailed" else np.zeros(n, np.int64)
+        values = heavy_tailed(rng, n)
+        if stream == "sparse":  # windows of zeros alternate with windows of positive values
+            values = np.where((ts.max() - ts) // window % 2 == 0, values + 1, 0)
     if order == "shuffled":
         perm = rng.permutation(n)
         ts, values = ts[perm], values[perm]
     out = sketches.run_any_order(window, eps, ts, values)
+    peak = 0
     for i in range(n):
         exact = exact_sum(ts[: i + 1], values[: i + 1], window)
         estimate, lower, upper = (int(x) for x in out[i, :3])
         assert lower <= exact <= upper, (i, lower, exact, upper)
         assert abs(estimate - exact) <= eps * exact, (i, estimate, exact)
-        if exact:
-            REPORT["sum"] = max(REPORT["sum"], abs(estimate - exact) / (eps * exact))
+        peak = max(peak, exact)
+    assert peak > 0
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.01])
@@ -74,10 +76,7 @@ def test_every_sub_window_from_1_to_n(sketches, eps, order):
         estimate, lower, upper = got[:, 0], got[:, 1], got[:, 2]
         assert np.all(lower <= exact) and np.all(exact <= upper)
         assert np.all(np.abs(estimate - exact) <= eps * exact)
-        nonzero = exact > 0
-        REPORT["sub-window"] = max(REPORT["sub-window"], float(np.max(
-            np.abs(estimate - exact)[nonzero] / (eps * exact[nonzero]))))
-        REPORT["width"].append(float(np.mean((upper - lower)[nonzero] / exact[nonzero])))
+        assert np.count_nonzero(exact) > window // 2
 
 
 def test_sub_window_longer_than_the_window_is_refused(sketches):
@@ -93,8 +92,8 @@ def test_sum_overflow_is_an_error_not_a_wrap(sketches):
         sketches.run_any_order(10, 0.1, [1, 2, 3] * 30, [2**62] * 90)
 
 
-def test_report():
-    print(f"\nworst |error| / (eps * exact): sums {REPORT['sum']:.3f}, "
-          f"sub-windows {REPORT['sub-window']:.3f}; mean bound width / exact over "
-          f"sub-windows {np.mean(REPORT['width']):.4f}")
-    assert REPORT["sum"] <= 1 and REPORT["sub-window"] <= 1
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_a_window_sum_past_a_long_is_an_error_never_a_wrap(sketches, order):
+    ts = np.array([1, 2] if order == "sorted" else [2, 1], np.int64)
+    with pytest.raises(Exception, match="the sum of the window's values overflows BIGINT"):
+        sketches.run_any_order(10, 0.01, ts, np.array([5 * 10**18, 5 * 10**18], np.int64))

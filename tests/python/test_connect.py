@@ -34,6 +34,31 @@ SCRIPT = textwrap.dedent("""
                        if p >= 0 and p % 2 == r.key and p % 3 == 0)
         assert r.by_pos == r.by_td == r.by_str == expected, (r, expected)
     print("CONNECT OK", len(got))
+
+    # Sums, bounds and sketch columns go through Connect too.
+    from windowsketch.functions import (approx_window_count_bounds, approx_window_sum,
+                                        window_sketch, window_sketch_bounds,
+                                        window_sketch_estimate, window_sketch_merge)
+    rows = df.select(
+        "key", "pos",
+        approx_window_sum("pos", "pos", 6).over(w_pos).alias("s"),
+        approx_window_count_bounds("v", "pos", 6).over(w_pos).alias("b"),
+    ).collect()
+    for r in rows:
+        inside = [p for p in range(r.pos - 5, r.pos + 1) if p >= 0 and p % 2 == r.key]
+        count = sum(1 for p in inside if p % 3 == 0)
+        assert r.s == sum(inside) and tuple(r.b) == (count, count, count), (r, inside)
+    merged = (df.groupBy("key").agg(window_sketch("v", "pos", 12).alias("s"))
+              .agg(window_sketch_merge("s").alias("m")))
+    row = merged.select(window_sketch_estimate("m").alias("n"),
+                        window_sketch_bounds("m", 40, 10).alias("b")).collect()[0]
+    assert row.n == 4 and tuple(row.b) == (3, 3, 3), row  # {30, 33, 36, 39}; {33, 36, 39}
+    print("CONNECT SKETCHES OK", len(rows))
+
+    try:
+        windowsketch.register(spark)
+    except RuntimeError as e:
+        print("REGISTER REFUSED:", e)
     spark.stop()
 """)
 
@@ -44,4 +69,6 @@ SCRIPT = textwrap.dedent("""
            "org.apache.spark:spark-connect_2.12 from Maven, which this machine cannot reach")
 def test_dataframe_function_under_spark_connect(tmp_path):
     with local_connect_port():
-        assert "CONNECT OK 40" in run_in_own_process(SCRIPT, tmp_path)
+        out = run_in_own_process(SCRIPT, tmp_path)
+    assert "CONNECT OK 40" in out and "CONNECT SKETCHES OK 40" in out
+    assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out

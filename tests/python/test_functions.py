@@ -123,17 +123,23 @@ def test_register_on_a_session_started_with_only_the_jar(tmp_path):
     assert "COUNTS [1, 1, 2, 2]" in out and "ORDERED True" in out
 
 
-def test_register_explains_a_missing_jar(spark):
-    with pytest.raises(RuntimeError, match="jar is not on this session's classpath"):
-        windowsketch._scala_object(spark, "windowsketch.spark.NoSuchObject")
+NO_JAR = """
+import windowsketch
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+try:
+    windowsketch.register(spark)
+except RuntimeError as e:
+    print("REFUSED:", e)
+spark.stop()
+"""
 
 
-def test_register_refuses_a_connect_session():
-    class ConnectLike:
-        pass
-
-    with pytest.raises(RuntimeError, match="needs a classic SparkSession"):
-        windowsketch.register(ConnectLike())
+def test_register_explains_a_missing_jar(tmp_path):
+    """A real session started without the jar: register() says how to start one with it."""
+    out = run_in_own_process(NO_JAR, tmp_path)
+    assert "REFUSED: windowsketch's jar is not on this session's classpath" in out
+    assert f"--jars {windowsketch.jar_path()}" in out
 
 
 def test_sub_window_needs_as_of():

@@ -7,6 +7,9 @@ from pyspark.errors import AnalysisException
 from conftest import error_condition, parameter_index
 
 TS = "TIMESTAMP'2024-01-01 00:00:00'"
+# Every aggregate over (v, ts, window [, eps]) checks its arguments the same way.
+AGGREGATES = ["approx_window_count", "approx_window_count_bounds", "approx_window_sum",
+              "window_sketch"]
 
 
 def analysis_error(spark, sql: str) -> AnalysisException:
@@ -26,8 +29,9 @@ def analysis_error(spark, sql: str) -> AnalysisException:
     ("rand()", "NON_FOLDABLE_INPUT"),
     ("'abc'", "TYPE_CHECK_FAILURE_WITH_HINT"),
 ])
-def test_bad_eps(spark, eps, condition):
-    e = analysis_error(spark, f"SELECT approx_window_count(true, 1, 10, {eps})")
+@pytest.mark.parametrize("function", AGGREGATES)
+def test_bad_eps(spark, function, eps, condition):
+    e = analysis_error(spark, f"SELECT {function}(1, 1, 10, {eps})")
     assert error_condition(e) == f"DATATYPE_MISMATCH.{condition}"
     assert "`eps`" in str(e)
 
@@ -47,8 +51,9 @@ def test_bad_eps(spark, eps, condition):
     (TS, "INTERVAL 0 SECONDS", "TYPE_CHECK_FAILURE_WITH_HINT"),
     (TS, "CAST(NULL AS INTERVAL DAY TO SECOND)", "UNEXPECTED_NULL"),
 ])
-def test_bad_window(spark, ts, window, condition):
-    e = analysis_error(spark, f"SELECT approx_window_count(true, {ts}, {window}) FROM range(1)")
+@pytest.mark.parametrize("function", AGGREGATES)
+def test_bad_window(spark, function, ts, window, condition):
+    e = analysis_error(spark, f"SELECT {function}(1, {ts}, {window}) FROM range(1)")
     assert error_condition(e) == f"DATATYPE_MISMATCH.{condition}"
     assert "`window`" in str(e)
 
@@ -67,10 +72,19 @@ def test_bad_time_type(spark, ts):
     assert e.getMessageParameters()["paramIndex"] == parameter_index(1)
 
 
+@pytest.mark.parametrize("function", AGGREGATES)
 @pytest.mark.parametrize("args", ["true, 1", "true", "true, 1, 10, 0.1, 5"])
-def test_wrong_number_of_arguments(spark, args):
-    e = analysis_error(spark, f"SELECT approx_window_count({args})")
+def test_wrong_number_of_arguments(spark, function, args):
+    e = analysis_error(spark, f"SELECT {function}({args})")
     assert error_condition(e) == "WRONG_NUM_ARGS.WITHOUT_SUGGESTION"
+
+
+@pytest.mark.parametrize("function", AGGREGATES)
+@pytest.mark.parametrize("eps", ["0.0001", "0.99999"])
+def test_eps_at_the_ends_of_its_range_is_accepted(spark, function, eps):
+    rows = spark.sql(f"SELECT {function}(v, ts, 10, {eps}) AS r "
+                     "FROM VALUES (1, 1), (2, 0), (3, 1) AS t(ts, v)").collect()
+    assert len(rows) == 1 and rows[0].r is not None
 
 
 @pytest.mark.parametrize("value", [2, -1, 7])

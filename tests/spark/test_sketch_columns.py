@@ -122,6 +122,27 @@ def test_merging_different_windows_is_an_error(spark, clicks):
     assert "window_sketch_merge: cannot combine sketches of different parameters" in message
 
 
+@pytest.mark.parametrize("other", [
+    "window_sketch(error, ts, INTERVAL 1 HOUR, 0.05)",    # another eps
+    "window_sketch(error, pos, 3600000001)",             # positions: another time unit,
+])                                                       # the same window length
+def test_merging_another_eps_or_time_unit_is_an_error(spark, clicks, other):
+    message = runtime_error(spark, f"""
+        SELECT window_sketch_merge(s) FROM (
+          SELECT window_sketch(error, ts, INTERVAL 1 HOUR) AS s FROM clicks
+          UNION ALL SELECT {other} FROM clicks)""")
+    assert "window_sketch_merge: cannot combine sketches of different parameters" in message
+
+
+def test_nulls_among_sketches_are_skipped(spark, daily):
+    """A NULL for every real sketch: the merge skips them and counts as before."""
+    approx = {r.page: r.n for r in spark.sql("""
+        SELECT page, window_sketch_estimate(window_sketch_merge(s)) AS n
+        FROM (SELECT page, s FROM daily UNION ALL SELECT page, CAST(NULL AS BINARY) FROM daily)
+        GROUP BY page""").collect()}
+    assert_close(approx, exact_per_page(spark))
+
+
 def test_as_of_of_the_wrong_kind_or_too_early(spark, daily):
     assert "the sketch counts time but as_of is of type INT" in runtime_error(
         spark, "SELECT window_sketch_estimate(s, 5) FROM daily")
@@ -138,6 +159,34 @@ def test_as_of_of_the_wrong_kind_or_too_early(spark, daily):
 def test_bad_bytes_name_the_function(spark, daily, function, damage):
     message = runtime_error(spark, f"SELECT {function}({damage}) FROM daily")
     assert f"{function}: invalid sketch bytes" in message
+
+
+def test_damaged_sketches_with_valid_checksums_fail_by_name_or_read_consistently(spark, daily):
+    """What the CRC-32 cannot catch, SQL must: damage signed again is either refused with
+    the function's name or read as a sketch whose bounds order."""
+    from sketch_layout import damaged_variants, sign
+
+    real = bytes(spark.sql("SELECT s FROM daily ORDER BY page, day LIMIT 1").collect()[0].s)
+    rng = np.random.default_rng(2718)
+    refused = read = 0
+    for _, body in damaged_variants(rng, real, each=8):
+        blob = sign(bytes(body)).hex()
+        for function, query in (
+                ("window_sketch_bounds", f"window_sketch_bounds(X'{blob}')"),
+                ("window_sketch_merge",
+                 f"window_sketch_bounds(window_sketch_merge(s)) FROM (SELECT X'{blob}' AS s "
+                 f"UNION ALL SELECT X'{real.hex()}')")):
+            try:
+                b = spark.sql(f"SELECT {query}").collect()[0][0]
+            except Exception as e:  # noqa: BLE001 - the message is what is checked
+                message = str(e)
+                assert f"{function}: invalid sketch bytes" in message or \
+                    f"{function}: cannot combine sketches" in message, message[:2000]
+                refused += 1
+            else:
+                assert 0 <= b.lower <= b.estimate <= b.upper, b
+                read += 1
+    assert refused > read > 0
 
 
 def test_type_errors(spark):

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from conftest import ROOT
+from conftest import ROOT, run_in_own_process
 
 EXAMPLE = os.path.join(ROOT, "examples", "streaming_counts.py")
 
@@ -53,6 +53,28 @@ def run_until_caught_up(spark, example, source, checkpoint, seen):
     assert query.exception() is None
 
 
+RESTART = """
+import importlib.util, json
+from pyspark.sql import SparkSession
+import windowsketch
+
+spec = importlib.util.spec_from_file_location("streaming_counts", {example!r})
+example = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(example)
+spark = windowsketch.configure(
+    SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    .config("spark.sql.session.timeZone", "UTC")).getOrCreate()
+seen = {{}}
+query = example.start(spark, {source!r}, {checkpoint!r},
+                      lambda rows: seen.update({{r.host: r.errors_last_hour for r in rows}}),
+                      available_now=True)
+query.awaitTermination(600)
+assert query.exception() is None
+print("SEEN", json.dumps(seen))
+spark.stop()
+"""
+
+
 def test_counts_survive_a_restart_from_the_checkpoint(spark, tmp_path):
     example = load_example()
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
@@ -74,7 +96,10 @@ def test_counts_survive_a_restart_from_the_checkpoint(spark, tmp_path):
 
     for i, chunk in enumerate(np.array_split(np.arange(len(second)), 3)):
         write_batch(source, f"b{i}.json", [second[j] for j in chunk])
-    run_until_caught_up(spark, example, source, checkpoint, seen)  # a new query, same state
+    # A new process, as after a crash or a redeploy: only the checkpoint carries the state.
+    out = run_in_own_process(RESTART.format(example=EXAMPLE, source=source,
+                                            checkpoint=checkpoint), tmp_path)
+    seen.update(json.loads(out.split("SEEN ", 1)[1].splitlines()[0]))
 
     after = exact_last_hour(first + second)
     assert all(after[h] > exact_last_hour(second)[h] + 20 for h in after)

@@ -82,6 +82,15 @@ def test_negative_value_is_a_runtime_error_naming_it(spark):
                      FROM VALUES (1, 2), (2, -4) AS t(ts, q)""").collect()
 
 
+@pytest.mark.parametrize("over", ["OVER (ORDER BY ts)", "OVER (ORDER BY ts DESC)", ""])
+def test_sum_overflow_is_an_error_never_a_wrap(spark, over):
+    """Running frames, other frames and GROUP BY: a window's sum past BIGINT fails."""
+    with pytest.raises(Exception, match="the sum of the window's values overflows BIGINT"):
+        spark.sql(f"""SELECT approx_window_sum(q, ts, 10) {over}
+                      FROM VALUES (1, 5000000000000000000L), (2, 5000000000000000000L)
+                        AS t(ts, q)""").collect()
+
+
 @pytest.mark.parametrize("value", ["1.5", "CAST(2 AS DOUBLE)", "CAST(3 AS DECIMAL(10, 2))"])
 def test_decimal_or_floating_value_is_a_type_error(spark, value):
     with pytest.raises(AnalysisException) as info:

@@ -116,6 +116,47 @@ def test_rows_frame_counts_rows_up_to_the_current_one(spark, events_table):
         assert_within_bound(merged, eps, min_peak=150)
 
 
+PEERS = """VALUES (1, true, 1), (1, true, 2), (2, false, 3), (2, true, 4), (2, true, 5),
+                  (5, true, 6) AS t(ts, v, id)"""
+
+
+@pytest.mark.parametrize("frame, expected", [
+    # RANGE (the default frame): rows sharing a ts are peers, each counts all of them.
+    ("ORDER BY ts", [2, 2, 4, 4, 4, 1]),
+    ("ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", [2, 2, 4, 4, 4, 1]),
+    # ROWS: only the rows up to the current one, peers after it left out.
+    ("ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", [1, 2, 2, 3, 4, 1]),
+    # A sliding frame: the last three rows, counted in the window ending at the newest.
+    ("ORDER BY ts, id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW", [1, 2, 2, 2, 2, 1]),
+])
+def test_peers_and_frames_count_exactly(spark, frame, expected):
+    """Small counts are exact, so a peer counted wrongly shows: window 3, (now - 3, now]."""
+    rows = spark.sql(f"""SELECT id, approx_window_count(v, ts, 3) OVER ({frame}) AS n
+                         FROM {PEERS}""").collect()
+    assert [r.n for r in sorted(rows, key=lambda r: r.id)] == expected
+
+
+def test_sliding_rows_frame_matches_brute_force(spark, events_table):
+    """README: a sliding frame is correct (if slow): the count in the sketch's window
+    among the frame's rows, ending at the frame's newest pos."""
+    eps, window, frame = 0.05, 400, 600
+    rows = spark.sql(f"""
+        SELECT key, pos, v, approx_window_count(v, pos, {window}, {eps}) OVER (
+                 PARTITION BY key ORDER BY pos, id
+                 ROWS BETWEEN {frame - 1} PRECEDING AND CURRENT ROW) AS approx
+        FROM events WHERE id < 6000 ORDER BY key, pos, id""").collect()
+    checked = []
+    for key in range(3):
+        part = [r for r in rows if r.key == key]
+        pos = np.array([r.pos for r in part])
+        v = np.array([r.v for r in part])
+        for i, r in enumerate(part):
+            lo = max(0, i - frame + 1)
+            inside = pos[lo:i + 1] > pos[i] - window
+            checked.append({"approx": r.approx, "exact": int(np.sum(v[lo:i + 1] & inside))})
+    assert_within_bound(checked, eps, min_peak=100)
+
+
 def test_nulls(spark):
     rows = spark.sql("""
         SELECT ts, approx_window_count(v, ts, 3) OVER (ORDER BY ts) AS n

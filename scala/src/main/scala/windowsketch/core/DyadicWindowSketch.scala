@@ -97,13 +97,15 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     def starts(ts: Long): Boolean =
       ts <= end && java.lang.Long.compareUnsigned(end - ts, length) < 0
     def visit(level: Int, lo: Long, count: Long): Unit =
-      if (starts(lo)) inside += count
-      else if (lo < end && starts(math.min(last(level, lo), end))) straddling += count
+      if (starts(lo)) inside = DyadicWindowSketch.plus(inside, count)
+      else if (lo < end && starts(math.min(last(level, lo), end))) {
+        straddling = DyadicWindowSketch.plus(straddling, count)
+      }
     var i = 0
     while (i < size) { visit(levels(i), los(i), counts(i)); i += 1 }
     i = 0
     while (i < pending) { visit(pendingLevels(i), pendingLos(i), pendingCounts(i)); i += 1 }
-    Array(inside + straddling / 2, inside, inside + straddling)
+    Array(inside + straddling / 2, inside, DyadicWindowSketch.plus(inside, straddling))
   }
 
   /** True if `ts` lies inside the window `(now - window, now]` (or after now). */

@@ -1,0 +1,83 @@
+"""Every overload of windowsketch.spark.functions, the Scala/Java DataFrame API, gives what
+the SQL function it names gives."""
+from __future__ import annotations
+
+import pytest
+
+from windowsketch import _scala_object
+
+
+@pytest.fixture(scope="module")
+def api(spark):
+    try:
+        from pyspark.sql.classic.column import Column
+    except ImportError:  # Spark 3.5: one Column class
+        from pyspark.sql.column import Column
+    jvm = spark.sparkContext._jvm
+    functions = _scala_object(spark, "windowsketch.spark.functions")
+    df = spark.createDataFrame(
+        [(t, t % 3 != 0, t * 10) for t in range(1, 41)], "ts BIGINT, v BOOLEAN, q BIGINT")
+    df.createOrReplaceTempView("scala_api")
+    sketch = spark.sql("SELECT window_sketch(v, ts, 12, 0.1) AS s FROM scala_api")
+    sketch.createOrReplaceTempView("scala_api_sketch")
+
+    def col(name):
+        return jvm.org.apache.spark.sql.functions.col(name)
+
+    def lit(value):
+        return jvm.org.apache.spark.sql.functions.lit(value)
+
+    def select(jcolumn, table=df):
+        return table.select(Column(jcolumn).alias("r")).collect()[0].r
+
+    return functions, col, lit, select, sketch
+
+
+def sql(spark, expression, table="scala_api"):
+    return spark.sql(f"SELECT {expression} AS r FROM {table}").collect()[0].r
+
+
+def test_counts_sums_and_bounds(spark, api):
+    f, col, lit, select, _ = api
+    cases = [
+        (f.approx_window_count(col("v"), col("ts"), lit(12), lit(0.1)),
+         "approx_window_count(v, ts, 12, 0.1)"),
+        (f.approx_window_count(col("v"), col("ts"), lit(12)), "approx_window_count(v, ts, 12)"),
+        (f.approx_window_count("v", "ts", 12, 0.1), "approx_window_count(v, ts, 12, 0.1)"),
+        (f.approx_window_count("v", "ts", 12), "approx_window_count(v, ts, 12)"),
+        (f.approx_window_count_bounds(col("v"), col("ts"), lit(12), lit(0.1)),
+         "approx_window_count_bounds(v, ts, 12, 0.1)"),
+        (f.approx_window_count_bounds(col("v"), col("ts"), lit(12)),
+         "approx_window_count_bounds(v, ts, 12)"),
+        (f.approx_window_sum(col("q"), col("ts"), lit(12), lit(0.1)),
+         "approx_window_sum(q, ts, 12, 0.1)"),
+        (f.approx_window_sum(col("q"), col("ts"), lit(12)), "approx_window_sum(q, ts, 12)"),
+        (f.approx_window_sum("q", "ts", 12, 0.1), "approx_window_sum(q, ts, 12, 0.1)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn), sql(spark, expression)
+        assert got == want and want, (expression, got, want)
+
+
+def test_sketch_columns(spark, api):
+    f, col, lit, select, sketch = api
+    for jcolumn in (f.window_sketch(col("v"), col("ts"), lit(12), lit(0.1)),
+                    f.window_sketch("v", "ts", 12, 0.1)):
+        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+    assert bytes(select(f.window_sketch(col("v"), col("ts"), lit(12)))) == bytes(
+        sql(spark, "window_sketch(v, ts, 12)"))
+    for jcolumn in (f.window_sketch_merge(col("s")), f.window_sketch_merge("s")):
+        assert bytes(select(jcolumn, sketch)) == bytes(
+            sql(spark, "window_sketch_merge(s)", "scala_api_sketch"))
+    s = col("s")
+    cases = [
+        (f.window_sketch_estimate(s), "window_sketch_estimate(s)"),
+        (f.window_sketch_estimate(s, lit(44)), "window_sketch_estimate(s, 44)"),
+        (f.window_sketch_estimate(s, lit(44), lit(6)), "window_sketch_estimate(s, 44, 6)"),
+        (f.window_sketch_bounds(s), "window_sketch_bounds(s)"),
+        (f.window_sketch_bounds(s, lit(44)), "window_sketch_bounds(s, 44)"),
+        (f.window_sketch_bounds(s, lit(44), lit(6)), "window_sketch_bounds(s, 44, 6)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_sketch")
+        assert got == want and want, (expression, got, want)
