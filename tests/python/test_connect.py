@@ -59,6 +59,11 @@ SCRIPT = textwrap.dedent("""
         windowsketch.register(spark)
     except RuntimeError as e:
         print("REGISTER REFUSED:", e)
+    from windowsketch.streaming import sliding_counts
+    try:
+        sliding_counts(df, "key", "ts", "10 minutes", "1 minute")
+    except RuntimeError as e:
+        print("SLIDING REFUSED:", e)
     spark.stop()
 """)
 
@@ -72,3 +77,4 @@ def test_dataframe_function_under_spark_connect(tmp_path):
         out = run_in_own_process(SCRIPT, tmp_path)
     assert "CONNECT OK 40" in out and "CONNECT SKETCHES OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
+    assert "SLIDING REFUSED: sliding_counts needs a classic SparkSession" in out

@@ -97,4 +97,56 @@ object Replay {
     h.foreachBucket { (newest, oldest, count) => out += newest; out += oldest; out += count }
     out.result()
   }
+
+  /** Longs reported per emitted row, and per batch, by [[runLive]]. */
+  val LiveRowColumns = 7
+  val LiveBatchColumns = 4
+
+  /**
+   * One key's [[LiveCount]] over micro-batches, as the streaming operator drives it: batch
+   * `b` adds the timestamps up to `batchEnds(b)` (exclusive index), then emits every tick up
+   * to `upTo(b)`; with `throughBytes` the state is written and read back between batches.
+   * A negative threshold means none.
+   * @return two packed arrays: per emitted row (batch, tick, estimate, lower, upper, alert:
+   *         0 none, 1 above, 2 below, crossing: 0 none, 1 rise, -1 fall); per batch (1 if
+   *         the key is still live, its next tick or 0, state bytes, events refused as late)
+   */
+  def runLive(window: Long, every: Long, eps: Double, alertAbove: Long, alertBelow: Long,
+      timestamps: Array[Byte], batchEnds: Array[Byte], upTo: Array[Byte],
+      throughBytes: Boolean): Array[Array[Byte]] = {
+    val spec = LiveCountSpec(window, every, eps, Some(alertAbove).filter(_ >= 0),
+      Some(alertBelow).filter(_ >= 0))
+    val ts = ByteBuffer.wrap(timestamps)
+    val ends = ByteBuffer.wrap(batchEnds)
+    val marks = ByteBuffer.wrap(upTo)
+    val batches = batchEnds.length / 8
+    val rows = new java.io.ByteArrayOutputStream()
+    val rowOut = new java.io.DataOutputStream(rows)
+    val perBatch = ByteBuffer.allocate(8 * LiveBatchColumns * batches)
+    var live = new LiveCount(spec)
+    var b = 0
+    while (b < batches) {
+      val end = ends.getLong()
+      var refused = 0L
+      while (ts.position() < 8 * end) if (!live.add(ts.getLong())) refused += 1
+      live.advance(marks.getLong(), { row =>
+        Seq(b.toLong, row.tick, row.estimate, row.lower, row.upper,
+          row.alert match { case "above" => 1L; case "below" => 2L; case _ => 0L },
+          row.crossing match { case "rise" => 1L; case "fall" => -1L; case _ => 0L })
+          .foreach(rowOut.writeLong)
+      })
+      val state = live.toBytes
+      perBatch.putLong(if (live.isLive) 1L else 0L).putLong(if (live.isLive) live.nextTick else 0L)
+        .putLong(state.length.toLong).putLong(refused)
+      if (throughBytes) live = LiveCount.fromBytes(spec, state)
+      b += 1
+    }
+    Array(rows.toByteArray, perBatch.array())
+  }
+
+  /** A live count's parameters, a new live count and one read from bytes, for py4j callers. */
+  def liveSpec(window: Long, every: Long, eps: Double): LiveCountSpec =
+    LiveCountSpec(window, every, eps)
+  def liveCount(spec: LiveCountSpec): LiveCount = new LiveCount(spec)
+  def liveFromBytes(spec: LiveCountSpec, bytes: Array[Byte]): LiveCount = LiveCount.fromBytes(spec, bytes)
 }

@@ -1,0 +1,143 @@
+"""Live sliding counts on Structured Streaming: :func:`sliding_counts`.
+
+The operator runs in the JVM (``flatMapGroupsWithState`` with event-time timeouts, the
+time-ordered exponential histogram per key); Python only builds the query, so no Python
+code runs per event. It needs a classic SparkSession: a Spark Connect client cannot
+reach a Scala operator.
+"""
+from __future__ import annotations
+
+import datetime
+from typing import Optional, Sequence, Union
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from windowsketch import _scala_object
+
+__all__ = ["sliding_counts"]
+
+_OPERATOR_CLASS = "windowsketch.spark.SlidingCounts"
+_EVENT_COLUMN = "__windowsketch_is_event"
+Span = Union[int, datetime.timedelta, str]
+
+
+def _span(value: Span, name: str) -> str:
+    """An interval string (timestamps) or a number of positions, as the JVM parses it."""
+    if isinstance(value, bool) or not isinstance(value, (int, datetime.timedelta, str)):
+        raise TypeError(
+            f"`{name}` must be an interval string such as '10 minutes' or a datetime.timedelta "
+            f"(for a TIMESTAMP `ts`) or an int of positions (for an integral `ts`), got {value!r}")
+    if isinstance(value, datetime.timedelta):
+        return f"{value // datetime.timedelta(microseconds=1)} microseconds"
+    return str(value)
+
+
+def _threshold(value: Optional[int], name: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"`{name}` must be a non-negative int (a count), got {value!r}")
+    return value
+
+
+def sliding_counts(
+    events: DataFrame,
+    key: Union[str, Sequence[str]],
+    ts: str,
+    window: Span,
+    every: Span,
+    v: Union[Column, str, None] = None,
+    eps: float = 0.01,
+    alert_above: Optional[int] = None,
+    alert_below: Optional[int] = None,
+    lateness: Optional[int] = None,
+) -> DataFrame:
+    """Live per-key counts of the events in a sliding window, one row per key per tick.
+
+    For each tick ``T`` (a multiple of ``every`` since the epoch, or since position 0) once
+    the watermark has passed ``T``, emits one row per key whose window ending at ``T``
+    (``[T - window, T]`` for a TIMESTAMP ``ts``; ``(T - window, T]`` positions for an
+    integral one) holds events: ``key..., window_end, estimate, lower, upper``, with
+    ``|estimate - exact| <= eps * exact`` and ``lower <= exact <= upper``. Rows are final:
+    every event at or before ``T`` that is not late has arrived. When a key's window
+    empties it emits one last row with 0, and once nothing of it is pending its state is
+    deleted, so the state holds only live keys. Events at or before the watermark are
+    dropped, as Spark drops late rows (``numRowsDroppedByWatermark`` in the query's
+    progress).
+
+    With ``alert_above`` and/or ``alert_below``, only crossings are emitted, with two more
+    columns: ``alert`` (``"above"`` or ``"below"``) and ``crossing`` (``"rise"`` or
+    ``"fall"``). Crossings fire on the certified bounds, never on the estimate alone:
+    above ``X`` rises once ``lower > X`` and falls once ``upper <= X``; below ``Y`` falls
+    once ``upper < Y`` and rises once ``lower >= Y``. So no alert is ever false and a count
+    hovering within eps of a threshold does not flap; the price is a delay of at most the
+    ticks it takes the count to pass the threshold by its error.
+
+    Args:
+        events: a streaming DataFrame. For a TIMESTAMP ``ts`` it must carry a watermark on
+            ``ts`` (``events.withWatermark("ts", "1 minute")``).
+        key: a column name or a list of them.
+        ts: the name of a TIMESTAMP column, or of an integral column of positions (then
+            give ``lateness``).
+        window: the window's length: an interval string or ``datetime.timedelta`` for a
+            TIMESTAMP ``ts``, an int of positions for an integral one.
+        every: the tick spacing, in the same units as ``window``.
+        v: which rows are events: a BOOLEAN Column or column name (NULL is not an event);
+            by default every row is.
+        eps: the relative error bound, in [0.0001, 1); default 0.01.
+        alert_above, alert_below: thresholds (counts); see above.
+        lateness: for an integral ``ts`` only: how many positions behind the largest one
+            seen an event may still arrive (the watermark on positions).
+
+    Returns:
+        A streaming DataFrame to write in append mode.
+
+    Raises:
+        ValueError: not a streaming DataFrame, no watermark on a TIMESTAMP ``ts``, a bad
+            ``window``/``every``/``eps``/threshold, or a missing column.
+        RuntimeError: under Spark Connect (the operator is a Scala one).
+    """
+    jdf = getattr(events, "_jdf", None)
+    if jdf is None:
+        raise RuntimeError(
+            "sliding_counts needs a classic SparkSession: Spark Connect clients cannot call "
+            "its Scala operator. Run the streaming job with a classic session (for example "
+            "SparkSession.builder.master(...) with windowsketch.configure).")
+    keys = [key] if isinstance(key, str) else list(key)
+    if not keys or not all(isinstance(k, str) for k in keys):
+        raise TypeError(f"`key` must be a column name or a list of them, got {key!r}")
+    if not isinstance(ts, str):
+        raise TypeError(f"`ts` must be a column name, got {ts!r}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0001 <= eps < 1:
+        raise ValueError(f"`eps` must be a number in [0.0001, 1), got {eps!r}")
+    if lateness is not None and (isinstance(lateness, bool) or not isinstance(lateness, int)):
+        raise TypeError(f"`lateness` must be an int of positions, got {lateness!r}")
+    if v is not None:
+        if not isinstance(v, (str, Column)):
+            raise TypeError(f"`v` must be a column name, a Column or None, got {v!r}")
+        # A column, not a filter: the rows that are not events still move the watermark.
+        events = events.withColumn(_EVENT_COLUMN, F.col(v) if isinstance(v, str) else v)
+
+    spark = events.sparkSession
+    operator = _scala_object(spark, _OPERATOR_CLASS)
+    try:
+        counted = operator.fromPython(
+            events._jdf, keys, ts, _span(window, "window"), _span(every, "every"), float(eps),
+            _threshold(alert_above, "alert_above"), _threshold(alert_below, "alert_below"),
+            None if lateness is None else str(lateness), None if v is None else _EVENT_COLUMN)
+    except Exception as e:  # py4j or pyspark's conversion of the JVM's IllegalArgumentException
+        message = _jvm_message(e)
+        if message is not None and message.startswith("sliding_counts"):
+            raise ValueError(message) from None
+        raise
+    return DataFrame(counted, spark)
+
+
+def _jvm_message(error: Exception) -> Optional[str]:
+    from py4j.protocol import Py4JJavaError
+
+    if isinstance(error, Py4JJavaError):
+        return str(error.java_exception.getMessage())
+    origin = getattr(error, "_origin", None)  # pyspark's CapturedException
+    return None if origin is None else str(origin.getMessage())

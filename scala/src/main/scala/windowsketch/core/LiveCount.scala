@@ -1,0 +1,183 @@
+package windowsketch.core
+
+/**
+ * What a live count is asked: the window, the tick spacing and eps, all in the units of
+ * the time axis (positions, or microseconds with the Spark layer's inclusive window already
+ * mapped to `w + 1`), and optional alert thresholds.
+ */
+final case class LiveCountSpec(
+    window: Long,
+    every: Long,
+    eps: Double,
+    alertAbove: Option[Long] = None,
+    alertBelow: Option[Long] = None) {
+  ExponentialHistogram.checkParameters(window, eps)
+  require(every > 0, s"every must be positive, got $every")
+  def alerts: Boolean = alertAbove.isDefined || alertBelow.isDefined
+
+  /** The first tick (a multiple of `every`) at or after `ts`. */
+  def tickAtOrAfter(ts: Long): Long = {
+    val down = Math.floorDiv(ts, every) * every
+    if (down == ts) ts else down + every
+  }
+}
+
+/** One row a live count emits: the window ending at `tick`, or an alert crossing there. */
+final case class LiveRow(tick: Long, estimate: Long, lower: Long, upper: Long,
+    alert: String = null, crossing: String = null)
+
+/**
+ * One key's live sliding count: for each tick T (a multiple of `every`) that the caller
+ * declares final (`advance(T)`: every event at or before T has arrived), the count of
+ * events in the window ending at T, with the exponential histogram's guarantee.
+ *
+ * Events arrive in any order up to the caller's lateness; those after the last tick wait
+ * in `pending` and enter the time-ordered histogram in time order as ticks pass, so the
+ * histogram only ever sees events in order. A tick where the window is empty is skipped,
+ * except the first after a non-empty one (the row that tells a sink the count fell to 0);
+ * once the window is empty and nothing is pending the key is finished and its state can be
+ * dropped. With alert thresholds, only certified crossings are emitted (see [[crossings]]).
+ */
+final class LiveCount private (
+    val spec: LiveCountSpec,
+    private var settled: ExponentialHistogram,
+    private var lastTick: Long,
+    private var hasTick: Boolean,
+    private var lastWasEmpty: Boolean,
+    private var above: Boolean,
+    private var below: Boolean,
+    private var pending: Array[Long],
+    private var pendingSize: Int) {
+
+  def this(spec: LiveCountSpec) =
+    this(spec, new ExponentialHistogram(spec.window, spec.eps), 0L, false, true, false, true,
+      new Array[Long](8), 0)
+
+  /**
+   * Adds one event at `ts`. Returns false, counting nothing, if `ts` is at or before a tick
+   * already emitted: that window is final and the event is late.
+   */
+  def add(ts: Long): Boolean =
+    if (hasTick && ts <= lastTick) false
+    else {
+      if (pendingSize == pending.length) pending = java.util.Arrays.copyOf(pending, 2 * pendingSize)
+      pending(pendingSize) = ts
+      pendingSize += 1
+      true
+    }
+
+  /** True while the key has events in its window or waiting: its state must be kept. */
+  def isLive: Boolean = liveFrom(0)
+
+  /**
+   * The next tick that can emit a row or finish the key, read right after [[advance]];
+   * only meaningful when [[isLive]].
+   */
+  def nextTick: Long = dueFrom(0)
+
+  /** Emits the rows of every tick up to `upTo` that is due, in tick order. */
+  def advance(upTo: Long, emit: LiveRow => Unit): Unit = {
+    java.util.Arrays.sort(pending, 0, pendingSize)
+    var taken = 0
+    while (liveFrom(taken) && dueFrom(taken) <= upTo) {
+      val tick = dueFrom(taken)
+      while (taken < pendingSize && pending(taken) <= tick) {
+        settled.add(pending(taken), 1L)
+        taken += 1
+      }
+      settled.advanceTo(tick)
+      val row = LiveRow(tick, settled.estimate, settled.lowerBound, settled.upperBound)
+      val empty = row.upper == 0L
+      if (spec.alerts) crossings(row, emit)
+      else if (!empty || !lastWasEmpty) emit(row)
+      lastTick = tick
+      hasTick = true
+      lastWasEmpty = empty
+    }
+    System.arraycopy(pending, taken, pending, 0, pendingSize - taken)
+    pendingSize -= taken
+  }
+
+  /**
+   * Alerts fire on the certified bounds, not the estimate: `alertAbove` X rises once the
+   * lower bound passes X and falls once the upper bound is back at or under X (so a count
+   * hovering within eps of X cannot flap, and no alert is ever false); `alertBelow` Y falls
+   * once the upper bound is under Y and rises once the lower bound is back at Y or more.
+   * A new key starts at 0: below any `alertBelow`, not above any `alertAbove`.
+   */
+  private def crossings(row: LiveRow, emit: LiveRow => Unit): Unit = {
+    for (x <- spec.alertAbove) {
+      if (!above && row.lower > x) { above = true; emit(row.copy(alert = "above", crossing = "rise")) }
+      else if (above && row.upper <= x) { above = false; emit(row.copy(alert = "above", crossing = "fall")) }
+    }
+    for (y <- spec.alertBelow) {
+      if (!below && row.upper < y) { below = true; emit(row.copy(alert = "below", crossing = "fall")) }
+      else if (below && row.lower >= y) { below = false; emit(row.copy(alert = "below", crossing = "rise")) }
+    }
+  }
+
+  // Pending events are sorted during and right after advance; [0, from) are settled.
+  private def liveFrom(from: Int): Boolean = from < pendingSize || (hasTick && !lastWasEmpty)
+
+  // After an empty tick, skips the empty ones: pending events are all after the last tick.
+  private def dueFrom(from: Int): Long =
+    if (hasTick && !lastWasEmpty) lastTick + spec.every else spec.tickAtOrAfter(pending(from))
+
+  /** The state as bytes (docs/format.md, "Live count state"), for a streaming state store. */
+  def toBytes: Array[Byte] = {
+    val sketch = SketchFormat.serialize(settled)
+    val out = new ByteWriter(32 + sketch.length + 4 * pendingSize)
+    out.byte(LiveCount.Version)
+    out.byte((if (hasTick) 1 else 0) | (if (lastWasEmpty) 2 else 0) | (if (above) 4 else 0) |
+      (if (below) 8 else 0))
+    out.long(lastTick)
+    out.varint(sketch.length)
+    sketch.foreach(b => out.byte(b))
+    // Pending events sorted, as steps from the last tick: a byte or two each.
+    java.util.Arrays.sort(pending, 0, pendingSize)
+    out.varint(pendingSize)
+    var previous = lastTick
+    var i = 0
+    while (i < pendingSize) { out.varint(pending(i) - previous); previous = pending(i); i += 1 }
+    out.checksum()
+    out.result()
+  }
+}
+
+object LiveCount {
+  val Version: Byte = 1
+
+  /** Reads [[LiveCount.toBytes]]; damaged bytes raise [[CorruptSketchException]]. */
+  def fromBytes(spec: LiveCountSpec, bytes: Array[Byte]): LiveCount = {
+    if (bytes.length < 4) throw new CorruptSketchException("truncated live count state")
+    val body = bytes.length - 4
+    val crc = new java.util.zip.CRC32()
+    crc.update(bytes, 0, body)
+    val stored = ((bytes(body) & 0xFFL) << 24) | ((bytes(body + 1) & 0xFFL) << 16) |
+      ((bytes(body + 2) & 0xFFL) << 8) | (bytes(body + 3) & 0xFFL)
+    if (stored != crc.getValue) throw new CorruptSketchException("live count state checksum mismatch")
+    val in = new ByteReader(bytes, body)
+    val version = in.byte()
+    if (version != Version) throw new CorruptSketchException(s"unknown live count state version $version")
+    val flags = in.byte()
+    val lastTick = in.long()
+    val sketchLength = in.varint()
+    if (sketchLength < 0 || sketchLength > body) throw new CorruptSketchException("invalid sketch length")
+    val sketch = Array.fill(sketchLength.toInt)(in.byte())
+    val settled = SketchFormat.deserialize(sketch) match {
+      case h: ExponentialHistogram if h.window == spec.window && h.eps == spec.eps => h
+      case _ => throw new CorruptSketchException(
+        "the live count state was written for another window or eps: restart the query " +
+          "from a new checkpoint after changing them")
+    }
+    val n = in.varint()
+    if (n < 0 || n > body) throw new CorruptSketchException("invalid pending count")
+    val pending = Array.fill(math.max(8, n.toInt))(0L)
+    var previous = lastTick
+    var i = 0
+    while (i < n) { previous += in.varint(); pending(i) = previous; i += 1 }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live count state")
+    new LiveCount(spec, settled, lastTick, (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0,
+      (flags & 8) != 0, pending, n.toInt)
+  }
+}

@@ -1,0 +1,215 @@
+"""windowsketch.streaming.sliding_counts end to end: micro-batches from files, a restart
+from the checkpoint mid-stream, every emitted count against a brute-force exact count of
+its window, state rows equal to live keys after every batch, late rows dropped and counted,
+alerts, positions, and the errors."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+from live_reference import exact_at, expected_rows, tick_at_or_after
+from windowsketch.streaming import sliding_counts
+
+BASE = datetime.datetime(2024, 5, 1)
+US = 1_000_000
+WINDOW_S, EVERY_S, DELAY_S = 600, 60, 30  # 10-minute window, 1-minute ticks, 30 s watermark
+WINDOW_UNITS = WINDOW_S * US + 1  # the inclusive window [T - 10 min, T] in microseconds
+
+
+def churn(rng, n_keys=24, n_batches=10):
+    """Keys that live for a few windows and leave; rows in batches, shuffled within the
+    watermark's delay, with some rows later than it. Returns (batches, late rows)."""
+    rows = []
+    for k in range(n_keys):
+        start = int(rng.integers(0, 3 * 3600))
+        life = int(rng.integers(60, 2 * WINDOW_S))
+        n = int(rng.integers(5, 60))
+        rows += [(f"k{k}", start + int(s), bool(rng.random() < 0.7))
+                 for s in rng.integers(0, life, n)]
+    rows.sort(key=lambda r: r[1] + rng.integers(0, DELAY_S))
+    batches = [list(b) for b in np.array_split(np.array(rows, dtype=object), n_batches)]
+    late = [("late", 5, True), ("k0", 7, True)]  # far behind any watermark after batch 0
+    batches[n_batches // 2] += late
+    return [[tuple(r) for r in b] for b in batches], late
+
+
+def write_in_order(path, lines, i):
+    """The file source takes files in modification order: make it the order of `i`."""
+    with open(path, "w") as f:
+        f.writelines(line + "\n" for line in lines)
+    os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+
+
+def write(directory, i, rows):
+    write_in_order(os.path.join(directory, f"{i:04d}.json"), [
+        json.dumps({"key": key, "ts": (BASE + datetime.timedelta(seconds=second)).isoformat(),
+                    "ok": not is_event}) for key, second, is_event in rows], i)
+
+
+def start(spark, source, checkpoint, out):
+    events = (spark.readStream.schema("key STRING, ts TIMESTAMP, ok BOOLEAN")
+              .option("maxFilesPerTrigger", 1).json(source)
+              .withWatermark("ts", f"{DELAY_S} seconds"))
+    live = sliding_counts(events, key="key", ts="ts", window=f"{WINDOW_S} seconds",
+                          every=datetime.timedelta(seconds=EVERY_S), v=~F.col("ok"), eps=0.05)
+    return (live.writeStream.option("checkpointLocation", checkpoint)
+            .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+
+
+def micros(second: int) -> int:
+    return int((BASE - datetime.datetime(1970, 1, 1)).total_seconds() + second) * US
+
+
+def test_live_counts_across_a_restart(spark, tmp_path):
+    rng = np.random.default_rng(20240501)
+    batches, late = churn(rng)
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    os.makedirs(source)
+    out, progress = [], []
+    half = len(batches) // 2
+    for last, part in ((False, batches[:half]), (True, batches[half:])):  # 2 queries, 1 checkpoint
+        first = len(os.listdir(source))
+        for i, rows in enumerate(part):
+            write(source, first + i, rows)
+        if last:  # a far-future row moves the watermark past all; the
+            # batch after it (a data batch, so processAllAvailable waits for it) uses it
+            write(source, len(batches), [("sentinel", 10 * 3600, False)])
+            write(source, len(batches) + 1, [("sentinel", 10 * 3600, False)])
+        query = start(spark, source, checkpoint, out)
+        query.processAllAvailable()
+        progress += [p for p in query.recentProgress if p["stateOperators"]]
+        query.stop()
+
+    # Exact: per key, the events that were not late, at every tick up to the end.
+    marks, newest = [], None
+    accepted: dict[str, list[int]] = {}
+    for rows in batches + [[("sentinel", 10 * 3600, False)]] * 2:
+        mark = -(2**62) if newest is None else newest - DELAY_S * US
+        marks.append(mark)
+        for key, second, is_event in rows:
+            if is_event and micros(second) > mark:
+                accepted.setdefault(key, []).append(micros(second))
+        newest = max([micros(s) for _, s, _ in rows] + ([newest] if newest else []))
+    final = newest - DELAY_S * US
+    got: dict[str, list[tuple[int, int, int, int]]] = {}
+    for r in out:
+        end = int((r.window_end - datetime.datetime(1970, 1, 1)).total_seconds()) * US
+        got.setdefault(r.key, []).append((end, r.estimate, r.lower, r.upper))
+    assert set(got) == set(accepted) - {"late"} | ({"late"} & set(got))
+    for key, events in accepted.items():
+        expected = expected_rows(events, WINDOW_UNITS, EVERY_S * US, final)
+        rows = sorted(got.get(key, []))
+        assert [t for t, *_ in rows] == [t for t, _ in expected], key  # none lost, none twice
+        for (tick, est, lower, upper), (_, exact) in zip(rows, expected):
+            assert lower <= exact <= upper and abs(est - exact) <= 0.05 * exact, (key, tick)
+        assert expected[-1][1] == 0  # every key reached its 0 row
+
+    # State rows are the live keys after every batch: those with a non-empty window at the
+    # last final tick or events after it.
+    def live_keys(mark, arrived):
+        tick = (mark // (EVERY_S * US)) * EVERY_S * US
+        return sum(1 for evs in arrived.values()
+                   if any(e > tick for e in evs) or exact_at(np.array(evs), tick, WINDOW_UNITS))
+    by_batch = {p["batchId"]: p["stateOperators"][0]["numRowsTotal"] for p in progress}
+    data_batches = sorted(by_batch)
+    assert by_batch[data_batches[-1]] == 0  # the sentinel has no events: nothing left
+    assert max(by_batch.values()) < len(accepted)  # keys leave while others arrive
+    dropped = sum(p["stateOperators"][0].get("numRowsDroppedByWatermark", 0) for p in progress)
+    assert dropped == len(late)
+    assert live_keys(final, accepted) == 0
+
+
+def test_alerts_emit_only_crossings(spark, tmp_path):
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    # One key: 30 events in a minute (rises above 20), then quiet (falls), then the sentinel.
+    write(source, 0, [("a", s, True) for s in range(0, 60, 2)])
+    write(source, 1, [("other", 2000, False)])
+    write(source, 2, [("other", 5000, False)])
+    events = (spark.readStream.schema("key STRING, ts TIMESTAMP, ok BOOLEAN")
+              .option("maxFilesPerTrigger", 1).json(source).withWatermark("ts", "10 seconds"))
+    alerts = sliding_counts(events, "key", "ts", "5 minutes", "1 minute", v=~F.col("ok"),
+                            alert_above=20, alert_below=5)
+    assert alerts.columns == ["key", "window_end", "estimate", "lower", "upper", "alert",
+                              "crossing"]
+    out = []
+    query = (alerts.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
+             .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+    query.processAllAvailable()
+    query.stop()
+    got = sorted((r.window_end.minute, r.alert, r.crossing, r.estimate) for r in out)
+    # 1 min: 30 events (above rises, below rises); 6 min: window empty (both fall).
+    assert got == [(1, "above", "rise", 30), (1, "below", "rise", 30),
+                   (6, "above", "fall", 0), (6, "below", "fall", 0)]
+
+
+def test_integral_positions_with_lateness(spark, tmp_path):
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    for i, positions in enumerate([[1, 2, 3, 9], [12, 11, 30], [1000], [1001]]):
+        write_in_order(os.path.join(source, f"{i}.json"),
+                       [json.dumps({"k": "a" if p < 1000 else "z", "pos": p}) for p in positions], i)
+    events = (spark.readStream.schema("k STRING, pos BIGINT").option("maxFilesPerTrigger", 1)
+              .json(source))
+    live = sliding_counts(events, "k", "pos", window=10, every=5, lateness=2)
+    out = []
+    query = (live.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
+             .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+    query.processAllAvailable()
+    query.stop()
+    rows = sorted((r.window_end, r.estimate) for r in out if r.k == "a")
+    # (T - 10, T]: 5 -> {1,2,3}; 10 -> {1,2,3,9}; 15 -> {9,11,12}; 20 -> {11,12};
+    # 25 -> {}; 30 -> {30}; 35 -> {30}; 40 -> {} (the 0 row); 11 arrived 1 behind 12: kept.
+    assert rows == [(5, 3), (10, 4), (15, 3), (20, 2), (25, 0), (30, 1), (35, 1), (40, 0)]
+
+
+@pytest.fixture(scope="module")
+def stream(spark, tmp_path_factory):
+    source = str(tmp_path_factory.mktemp("in"))
+    return spark.readStream.schema("key STRING, ts TIMESTAMP, d DATE, n INT").json(source)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda s: sliding_counts(s, "key", "ts", "10 minutes", "1 minute"),
+     "the events need a watermark on `ts` (ts)"),
+    (lambda s: sliding_counts(s.withWatermark("ts", "1 minute"), "key", "d", "1 day", "1 day"),
+     "`ts` must be a TIMESTAMP column with a watermark or an integral column of positions, "
+     "but d is DATE"),
+    (lambda s: sliding_counts(s, "key", "n", 10, 5),
+     "an integral `ts` needs `lateness`"),
+    (lambda s: sliding_counts(s.withWatermark("ts", "1 minute"), "key", "ts", "10 parsecs",
+                              "1 minute"),
+     "`window` must be a positive day-time interval such as '10 minutes', got '10 parsecs'"),
+    (lambda s: sliding_counts(s.withWatermark("ts", "1 minute"), "key", "ts", "10 minutes",
+                              "1 month"),
+     "`every` must be a positive day-time interval"),
+    (lambda s: sliding_counts(s.withWatermark("ts", "1 minute"), "nope", "ts", "10 minutes",
+                              "1 minute"),
+     "`key` names no column of the events: nope"),
+    (lambda s: sliding_counts(s, "key", "n", 10, 0, lateness=1),
+     "`every` must be a positive number of positions for an integral `ts`, got '0'"),
+    (lambda s: sliding_counts(s, "key", "ts", "10 minutes", "1 minute", lateness=3),
+     "`lateness` is for an integral `ts`"),
+    (lambda s: sliding_counts(s.withWatermark("ts", "1 minute"), "key", "ts", "10 minutes",
+                              "1 minute", eps=1.5),
+     "`eps` must be a number in [0.0001, 1), got 1.5"),
+    (lambda s: sliding_counts(s.withWatermark("ts", "1 minute"), "key", "ts", "10 minutes",
+                              "1 minute", alert_above=-3),
+     "`alert_above` must be a non-negative int"),
+])
+def test_bad_arguments_are_named(stream, call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call(stream)
+
+
+def test_a_table_is_refused_with_the_window_function_to_use(spark):
+    table = spark.createDataFrame([("a", BASE)], "key STRING, ts TIMESTAMP")
+    with pytest.raises(ValueError, match="needs a streaming DataFrame; for a table, use "
+                                         "approx_window_count in a window frame"):
+        sliding_counts(table, "key", "ts", "10 minutes", "1 minute")
