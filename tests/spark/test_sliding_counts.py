@@ -213,3 +213,29 @@ def test_a_table_is_refused_with_the_window_function_to_use(spark):
     with pytest.raises(ValueError, match="needs a streaming DataFrame; for a table, use "
                                          "approx_window_count in a window frame"):
         sliding_counts(table, "key", "ts", "10 minutes", "1 minute")
+
+
+def test_the_live_monitoring_example_runs(spark, tmp_path):
+    """examples/live_404s.py on the first hour of the NASA log: final rows with bounds."""
+    example = load_example()
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    assert example.replay_as_files(source, hours=1) == 6
+    rows = []
+    query = example.start(spark, source, str(tmp_path / "ck"), rows.extend, alert_above=2)
+    query.processAllAvailable()
+    query.stop()
+    assert rows and all(r.alert == "above" for r in rows)
+    assert all(r.lower > 2 if r.crossing == "rise" else r.upper <= 2 for r in rows)
+
+
+def load_example():
+    import importlib.util
+
+    from conftest import ROOT
+
+    path = os.path.join(ROOT, "examples", "live_404s.py")
+    spec = importlib.util.spec_from_file_location("live_404s", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
