@@ -38,17 +38,21 @@ class Sizes:
     synthetic_rows: int
     stream_keys: int
     stream_events: int
+    churn_keys: int
+    churn_events: int
 
 
 QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
               sliding_budget=2 * 10**8, group_rows=200_000, group_keys=10_000,
               state_events=100_000, state_windows=[10**3, 10**6, 10**9],
-              synthetic_rows=50_000, stream_keys=100, stream_events=50_000)
+              synthetic_rows=50_000, stream_keys=100, stream_events=50_000,
+              churn_keys=5_000, churn_events=100_000)
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
              state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
-             synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000)
+             synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000,
+             churn_keys=1_000_000, churn_events=10_000_000)
 
 
 @dataclass
@@ -441,6 +445,77 @@ def streaming_state(spark, sizes, report, workdir):
         "(memoryUsedBytes). The exact query needs a watermark to drop old windows at all.")
 
 
+def live_counts(spark, sizes, report, workdir):
+    """Key churn on a stream: every key lives a few minutes of event time in a day, with a
+    1-hour window and 1-minute ticks. State rows and bytes after every micro-batch and the
+    micro-batch time, for sliding_counts, the plain per-key aggregation and Spark's exact
+    sliding-window count with the same watermark."""
+    import shutil
+
+    from pyspark.sql import functions as F
+
+    from windowsketch.functions import approx_window_count
+    from windowsketch.streaming import sliding_counts
+
+    span, batches, life = 24 * 3600, 12, 300
+    source = os.path.join(workdir, "churn-in")
+    os.makedirs(source)
+    per_batch = sizes.churn_events // batches
+    for b in range(batches):  # events in time order across files; key k lives ~5 minutes
+        staging = os.path.join(workdir, f"churn-staging-{b}")
+        (spark.range(b * per_batch, (b + 1) * per_batch, numPartitions=1)
+         .selectExpr(f"id * {span / sizes.churn_events} + rand({b}) AS t")
+         .selectExpr(f"CAST(GREATEST(t - rand({b + 100}) * {life}, 0) * "
+                     f"{sizes.churn_keys / span} AS BIGINT) AS key",
+                     "timestamp_seconds(CAST(1704067200 + t AS DECIMAL(18, 6))) AS ts")
+         .write.parquet(staging))
+        part = next(f for f in os.listdir(staging) if f.endswith(".parquet"))
+        target = os.path.join(source, f"batch-{b:03d}.parquet")
+        shutil.move(os.path.join(staging, part), target)
+        os.utime(target, (1_700_000_000 + b, 1_700_000_000 + b))
+    events = (spark.readStream.schema("key BIGINT, ts TIMESTAMP").option("maxFilesPerTrigger", 1)
+              .parquet(source).withWatermark("ts", "1 minute"))
+    queries = {
+        "sliding_counts": (sliding_counts(events, "key", "ts", "1 hour", "1 minute"), "append"),
+        "groupBy(key).agg(approx_window_count)": (events.groupBy("key").agg(
+            approx_window_count(F.lit(True), "ts", "1 hour").alias("n")), "update"),
+        "exact: groupBy(window(ts, '1 hour', '1 minute'), key)": (events.groupBy(
+            F.window("ts", "1 hour", "1 minute"), "key").count(), "update"),
+    }
+    lines = []
+    for name, (df, mode) in queries.items():
+        query = (df.writeStream.outputMode(mode)
+                 .foreachBatch(lambda batch, _: batch.write.format("noop").mode("overwrite").save())
+                 .option("checkpointLocation", os.path.join(workdir, f"churn-ckpt-{len(lines)}"))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        progress = [p for p in query.recentProgress if p["stateOperators"] and p["numInputRows"]]
+        rows = [p["stateOperators"][0]["numRowsTotal"] for p in progress]
+        state_bytes = [p["stateOperators"][0]["memoryUsedBytes"] for p in progress]
+        batch_s = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+        events_per_s = sum(p["numInputRows"] for p in progress) / sum(batch_s)
+        lines.append((name, f"{np.median(rows):,.0f}", f"{max(rows):,}",
+                      megabytes(max(state_bytes)), f"{np.median(batch_s):.2f}",
+                      f"{events_per_s:,.0f}"))
+        report.add("live", name, "max state rows", max(rows), "rows")
+        report.add("live", name, "max state bytes", max(state_bytes), "bytes")
+        report.add("live", name, "median micro-batch s", float(np.median(batch_s)), "s")
+        report.add("live", name, "events per second", events_per_s, "events/s")
+    # Live: an event in the hour before the watermark, or after it (the watermark moves
+    # once per micro-batch, so a whole batch of events waits for it).
+    live_keys = sizes.churn_keys * (3600 + life + span / batches) / span
+    report.table(
+        f"Live counts under key churn: {sizes.churn_keys:,} keys, {sizes.churn_events:,} "
+        f"events over a day, each key live about {life // 60} minutes; 1-hour window, "
+        f"1-minute ticks, {batches} micro-batches",
+        ["query", "median state rows", "max state rows", "max state MB", "median micro-batch s",
+         "events/s"], lines,
+        f"Live keys (an event in the hour before the watermark, or after it: a micro-batch "
+        f"of events waits for the next watermark): about {live_keys:,.0f} after each batch. "
+        "State rows and bytes as the state store reports them "
+        "after each micro-batch (memoryUsedBytes); events/s over the data batches.")
+
+
 def plots(out, window_plot, state_plot):
     import matplotlib
 
@@ -493,6 +568,7 @@ def main(argv=None):
         accuracy(spark, sizes, report)
         with tempfile.TemporaryDirectory() as workdir:
             streaming_state(spark, sizes, report, workdir)
+            live_counts(spark, sizes, report, workdir)
     finally:
         spark.stop()
     scaling(sizes, report)

@@ -87,42 +87,54 @@ def test_live_counts_across_a_restart(spark, tmp_path):
         query.stop()
 
     # Exact: per key, the events that were not late, at every tick up to the end.
-    marks, newest = [], None
-    accepted: dict[str, list[int]] = {}
+    newest = None
+    accepted_by_file: list[list[tuple[str, int]]] = []
     for rows in batches + [[("sentinel", 10 * 3600, False)]] * 2:
         mark = -(2**62) if newest is None else newest - DELAY_S * US
-        marks.append(mark)
-        for key, second, is_event in rows:
-            if is_event and micros(second) > mark:
-                accepted.setdefault(key, []).append(micros(second))
+        accepted_by_file.append([(key, micros(second)) for key, second, is_event in rows
+                                 if is_event and micros(second) > mark])
         newest = max([micros(s) for _, s, _ in rows] + ([newest] if newest else []))
+    accepted = events_by_key(accepted_by_file)
     final = newest - DELAY_S * US
     got: dict[str, list[tuple[int, int, int, int]]] = {}
     for r in out:
-        end = int((r.window_end - datetime.datetime(1970, 1, 1)).total_seconds()) * US
-        got.setdefault(r.key, []).append((end, r.estimate, r.lower, r.upper))
-    assert set(got) == set(accepted) - {"late"} | ({"late"} & set(got))
+        got.setdefault(r.key, []).append((micros_of(r.window_end), r.estimate, r.lower, r.upper))
+    assert set(got) == set(accepted) and "late" not in got
     for key, events in accepted.items():
         expected = expected_rows(events, WINDOW_UNITS, EVERY_S * US, final)
-        rows = sorted(got.get(key, []))
+        rows = sorted(got[key])
         assert [t for t, *_ in rows] == [t for t, _ in expected], key  # none lost, none twice
         for (tick, est, lower, upper), (_, exact) in zip(rows, expected):
             assert lower <= exact <= upper and abs(est - exact) <= 0.05 * exact, (key, tick)
         assert expected[-1][1] == 0  # every key reached its 0 row
 
-    # State rows are the live keys after every batch: those with a non-empty window at the
-    # last final tick or events after it.
-    def live_keys(mark, arrived):
-        tick = (mark // (EVERY_S * US)) * EVERY_S * US
-        return sum(1 for evs in arrived.values()
-                   if any(e > tick for e in evs) or exact_at(np.array(evs), tick, WINDOW_UNITS))
-    by_batch = {p["batchId"]: p["stateOperators"][0]["numRowsTotal"] for p in progress}
-    data_batches = sorted(by_batch)
-    assert by_batch[data_batches[-1]] == 0  # the sentinel has no events: nothing left
-    assert max(by_batch.values()) < len(accepted)  # keys leave while others arrive
+    # After every micro-batch the state rows are the live keys: a non-empty window at the
+    # last tick the watermark has passed, or events after it.
+    for p in progress:
+        offset = p["sources"][0]["endOffset"]
+        files = (json.loads(offset) if isinstance(offset, str) else offset)["logOffset"]
+        mark = micros_of(datetime.datetime.fromisoformat(p["eventTime"]["watermark"][:-1]))
+        tick = mark // (EVERY_S * US) * EVERY_S * US
+        arrived = events_by_key(accepted_by_file[:files + 1])
+        live = sum(1 for evs in arrived.values()
+                   if max(evs) > tick or exact_at(np.array(evs), tick, WINDOW_UNITS))
+        assert p["stateOperators"][0]["numRowsTotal"] == live, (p["batchId"], live)
+    assert progress[-1]["stateOperators"][0]["numRowsTotal"] == 0
+    assert max(p["stateOperators"][0]["numRowsTotal"] for p in progress) < len(accepted) / 2
     dropped = sum(p["stateOperators"][0].get("numRowsDroppedByWatermark", 0) for p in progress)
     assert dropped == len(late)
-    assert live_keys(final, accepted) == 0
+
+
+def events_by_key(files):
+    out: dict[str, list[int]] = {}
+    for rows in files:
+        for key, us in rows:
+            out.setdefault(key, []).append(us)
+    return out
+
+
+def micros_of(t: datetime.datetime) -> int:
+    return int((t - datetime.datetime(1970, 1, 1)) / datetime.timedelta(microseconds=1))
 
 
 def test_alerts_emit_only_crossings(spark, tmp_path):
