@@ -216,6 +216,40 @@ def running_windows(spark, sizes, report):
     return plot
 
 
+def distinct_windows(spark, sizes, report):
+    """Distinct values per row in a running frame: the sliding HyperLogLog against Spark's
+    approx_count_distinct and exact size(collect_set) over sliding RANGE frames (which
+    re-aggregate the frame for every row), and the running count floor."""
+    n = sizes.window_rows
+    spark.range(n).selectExpr("id % 4 AS k", "id AS ts",
+                              "CAST((id * 2654435761) % 50000 AS INT) AS u") \
+        .createOrReplaceTempView("users")
+    lines = []
+    for window in sizes.windows:
+        sliding = f"OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN {window - 1} PRECEDING AND CURRENT ROW)"
+        queries = {
+            "approx_window_count_distinct": f"approx_window_count_distinct(u, ts, {window}) OVER (PARTITION BY k ORDER BY ts)",
+            "approx_count_distinct, sliding frame": f"approx_count_distinct(u) {sliding}",
+            "exact size(collect_set), sliding frame": f"size(collect_set(u) {sliding})",
+            "running count, the floor": "count(u) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING)",
+        }
+        results = {}
+        for name, expr in queries.items():
+            rows = min(n, max(10_000, sizes.sliding_budget // (8 * window))) if "sliding" in name else n
+            m = measured(spark, spark.sql(f"SELECT {expr} AS c FROM users WHERE ts < {rows}"))
+            results[name] = (m.seconds / rows * 1e9, rows)
+            report.add("distinct", f"N={window} {name}", "ns/row", results[name][0], "ns/row",
+                       f"{rows} rows")
+        ours = results["approx_window_count_distinct"][0]
+        for name, (ns, rows) in results.items():
+            lines.append((f"{window:,}", name, f"{rows:,}", f"{ns:,.0f}", f"{ns / ours:,.2f}"))
+    report.table(
+        f"Distinct values in running windows over {n:,} rows (4 keys), cost per row",
+        ["window N", "query", "rows", "ns/row", "÷ approx_window_count_distinct"], lines,
+        "rsd 0.05 everywhere (p = 9). The sliding frames re-aggregate every row's frame, so "
+        "at large N they run on fewer rows and are compared per row.")
+
+
 def group_by(spark, sizes, report):
     spark.range(sizes.group_rows).selectExpr(
         f"(id * 7919) % {sizes.group_keys} AS k", "id AS ts", "(id * 31) % 10 < 3 AS v") \
@@ -563,6 +597,7 @@ def main(argv=None):
     try:
         core_throughput(spark, sizes, report)
         window_plot = running_windows(spark, sizes, report)
+        distinct_windows(spark, sizes, report)
         group_by(spark, sizes, report)
         state_plot = state_size(spark, sizes, report)
         accuracy(spark, sizes, report)

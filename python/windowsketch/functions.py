@@ -14,7 +14,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 __all__ = [
-    "approx_window_count", "approx_window_count_bounds", "approx_window_sum", "window_sketch",
+    "approx_window_count", "approx_window_count_bounds", "approx_window_count_distinct",
+    "approx_window_sum", "window_sketch",
     "window_sketch_bounds", "window_sketch_estimate", "window_sketch_merge"]
 
 ColumnOrName = Union[Column, str]
@@ -36,9 +37,10 @@ def _check_window(window: WindowSpec) -> None:
             f"{window!r}")
 
 
-def _check_eps(eps: Union[float, Column]) -> None:
+def _check_eps(eps: Union[float, Column], name: str = "eps") -> None:
     if isinstance(eps, bool) or not isinstance(eps, (int, float, Column)):
-        raise TypeError(f"`eps` must be a number in [0.0001, 1), got {eps!r}")
+        allowed = "[0.0001, 1)" if name == "eps" else "[0.01, 0.39]"
+        raise TypeError(f"`{name}` must be a number in {allowed}, got {eps!r}")
 
 
 def _column(value: ColumnOrName) -> Column:
@@ -51,11 +53,12 @@ def _literal(value) -> Column:
     return value if isinstance(value, Column) else F.lit(value)
 
 
-def _window_aggregate(name: str, v, ts, window, eps, v_name: str = "v") -> Column:
+def _window_aggregate(name: str, v, ts, window, eps, v_name: str = "v",
+                      eps_name: str = "eps") -> Column:
     _check_column(v, v_name)
     _check_column(ts, "ts")
     _check_window(window)
-    _check_eps(eps)
+    _check_eps(eps, eps_name)
     return F.call_function(
         name, _column(v), _column(ts), _literal(window),
         _literal(eps if isinstance(eps, Column) else float(eps)))
@@ -350,3 +353,48 @@ def approx_window_sum(
     +---+------+
     """
     return _window_aggregate("approx_window_sum", value, ts, window, eps, v_name="value")
+
+
+def approx_window_count_distinct(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    rsd: Union[float, Column] = 0.05,
+) -> Column:
+    """Approximate number of distinct values of ``x`` in a sliding window.
+
+    A HyperLogLog++ whose registers remember when they got their values (sliding
+    HyperLogLog): works in window frames (amortized O(1) per row in a running frame ordered
+    by ``ts``), in ``groupBy().agg()`` and with rows in any order. Over a window that holds
+    every row it answers as ``approx_count_distinct`` with the same ``rsd`` does. The
+    error is a distribution, not a bound: about 95% of answers lie within ``2 * rsd``.
+
+    Parameters
+    ----------
+    x : :class:`~pyspark.sql.Column` or str
+        Values of any type Spark can group by; NULL is not counted.
+    ts, window
+        As for :func:`approx_window_count`.
+    rsd : float or :class:`~pyspark.sql.Column`
+        The relative standard deviation, in [0.01, 0.39]; default 0.05.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_count_distinct
+    >>> df = spark.createDataFrame([(1, "a"), (2, "b"), (3, "a"), (4, "c"), (5, "c")],
+    ...                            "ts INT, user STRING")
+    >>> df.select("ts", approx_window_count_distinct("user", "ts", 3)
+    ...           .over(Window.orderBy("ts")).alias("users")).show()
+    +---+-----+
+    | ts|users|
+    +---+-----+
+    |  1|    1|
+    |  2|    2|
+    |  3|    2|
+    |  4|    3|
+    |  5|    2|
+    +---+-----+
+    """
+    return _window_aggregate("approx_window_count_distinct", x, ts, window, rsd, v_name="x",
+                             eps_name="rsd")

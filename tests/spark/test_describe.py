@@ -6,6 +6,7 @@ import re
 import pytest
 
 FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window_sum",
+             "approx_window_count_distinct",
              "window_sketch", "window_sketch_merge", "window_sketch_estimate",
              "window_sketch_bounds"]
 

@@ -53,6 +53,12 @@ def test_counts_sums_and_bounds(spark, api):
          "approx_window_sum(q, ts, 12, 0.1)"),
         (f.approx_window_sum(col("q"), col("ts"), lit(12)), "approx_window_sum(q, ts, 12)"),
         (f.approx_window_sum("q", "ts", 12, 0.1), "approx_window_sum(q, ts, 12, 0.1)"),
+        (f.approx_window_count_distinct(col("q"), col("ts"), lit(12), lit(0.1)),
+         "approx_window_count_distinct(q, ts, 12, 0.1)"),
+        (f.approx_window_count_distinct(col("q"), col("ts"), lit(12)),
+         "approx_window_count_distinct(q, ts, 12)"),
+        (f.approx_window_count_distinct("q", "ts", 12, 0.1),
+         "approx_window_count_distinct(q, ts, 12, 0.1)"),
     ]
     for jcolumn, expression in cases:
         got, want = select(jcolumn), sql(spark, expression)

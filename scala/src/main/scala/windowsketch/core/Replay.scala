@@ -149,4 +149,36 @@ object Replay {
     LiveCountSpec(window, every, eps)
   def liveCount(spec: LiveCountSpec): LiveCount = new LiveCount(spec)
   def liveFromBytes(spec: LiveCountSpec, bytes: Array[Byte]): LiveCount = LiveCount.fromBytes(spec, bytes)
+
+  /** A new distinct-count sketch, for py4j callers. */
+  def distinct(window: Long, rsd: Double): SlidingHyperLogLog = new SlidingHyperLogLog(window, rsd)
+
+  /** Adds rows (big-endian timestamps and 64-bit value hashes) to a distinct-count sketch. */
+  def addDistinct(sketch: SlidingHyperLogLog, timestamps: Array[Byte], hashes: Array[Byte]): Unit = {
+    val t = ByteBuffer.wrap(timestamps)
+    val h = ByteBuffer.wrap(hashes)
+    while (t.hasRemaining) sketch.add(t.getLong(), h.getLong())
+  }
+
+  /**
+   * Feeds rows one by one and reports, after each, the register values of the window ending
+   * at now, as bytes (m per row): what the brute-force tests compare with a HyperLogLog
+   * built over exactly the window's values.
+   */
+  def distinctRegistersPerRow(window: Long, rsd: Double, timestamps: Array[Byte],
+      hashes: Array[Byte]): Array[Byte] = {
+    val s = new SlidingHyperLogLog(window, rsd)
+    val t = ByteBuffer.wrap(timestamps)
+    val h = ByteBuffer.wrap(hashes)
+    val out = ByteBuffer.allocate(timestamps.length / 8 * (s.m + 12))
+    while (t.hasRemaining) {
+      s.add(t.getLong(), h.getLong())
+      s.registerValues.foreach(v => out.put(v.toByte))
+      val (z, zeros) = s.registerSums
+      out.putDouble(z).putInt(zeros)
+    }
+    out.array()
+  }
+
+  def distinctRegisters(sketch: SlidingHyperLogLog): Array[Byte] = sketch.registerValues.map(_.toByte)
 }

@@ -12,6 +12,8 @@ object SketchFormat {
   val KindHistogram: Byte = 1
   /** Kind byte: the mergeable dyadic sketch of event counts. */
   val KindDyadic: Byte = 2
+  /** Kind byte: the sliding HyperLogLog of distinct values. */
+  val KindDistinct: Byte = 3
 
   private val FlagHasTime = 1
   private val FlagMicroseconds = 2
@@ -50,24 +52,98 @@ object SketchFormat {
       finish(out)
   }
 
-  private def header(kind: Byte, s: WindowCountSketch, body: Int): ByteWriter = {
+  private def header(kind: Byte, s: WindowCountSketch, body: Int): ByteWriter =
+    header(kind, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, body)
+
+  private def header(kind: Byte, window: Long, eps: Double, hasTime: Boolean,
+      microseconds: Boolean, now: Long, body: Int): ByteWriter = {
     val out = new ByteWriter(40 + body)
     out.byte(Magic)
     out.byte(Version)
     out.byte(kind)
-    out.varint(s.window)
-    out.long(java.lang.Double.doubleToLongBits(s.eps))
-    out.byte((if (s.hasTime) FlagHasTime else 0) | (if (s.microsecondTime) FlagMicroseconds else 0))
-    out.long(s.now)
+    out.varint(window)
+    out.long(java.lang.Double.doubleToLongBits(eps))
+    out.byte((if (hasTime) FlagHasTime else 0) | (if (microseconds) FlagMicroseconds else 0))
+    out.long(now)
     out
   }
 
-  private def finish(out: ByteWriter): Array[Byte] = {
-    out.checksum()
-    out.result()
+  /**
+   * A distinct-count sketch (kind 3): the header with `rsd` in the eps field, then per
+   * register its pairs newest first, each as the step back in time (from now for the first
+   * pair of every register) and its rank.
+   */
+  def serializeDistinct(s: SlidingHyperLogLog): Array[Byte] = {
+    val out = header(KindDistinct, s.window, s.rsd, s.hasTime, s.microsecondTime, s.now,
+      4 * s.pairCount + s.m)
+    var j = 0
+    while (j < s.m) {
+      val values = s.windowPairs(j)
+      out.varint(values.length / 2)
+      var previous = s.now
+      var i = values.length - 2
+      while (i >= 0) {
+        out.varint(previous - values(i))
+        out.byte(values(i + 1).toInt)
+        previous = values(i)
+        i -= 2
+      }
+      j += 1
+    }
+    finish(out)
   }
 
-  def deserialize(bytes: Array[Byte]): WindowCountSketch = {
+  /** Reads [[serializeDistinct]], validated like the count sketches. */
+  def deserializeDistinct(bytes: Array[Byte]): SlidingHyperLogLog = {
+    val (in, h) = readHeader(bytes)
+    if (h.kind != KindDistinct) {
+      throw new CorruptSketchException(s"a sketch of kind ${h.kind} is not a distinct-count sketch")
+    }
+    if (!(h.eps >= SlidingHyperLogLog.MinRsd && h.eps <= SlidingHyperLogLog.MaxRsd)) {
+      throw new CorruptSketchException(s"invalid parameters window=${h.window}, rsd=${h.eps}")
+    }
+    val s = new SlidingHyperLogLog(h.window, h.eps)
+    s.microsecondTime = h.microseconds
+    val maxAge = h.now - Long.MinValue
+    val maxRank = SlidingHyperLogLog.maxPairs(s.p)
+    var j = 0
+    while (j < s.m) {
+      val n = in.varint()
+      if (n < 0 || n > maxRank || (n > 0 && !h.hasTime)) {
+        throw new CorruptSketchException(s"invalid pair count $n in register $j")
+      }
+      val times = new Array[Long](math.max(4, n.toInt))
+      val ranks = new Array[Byte](math.max(4, n.toInt))
+      var age = 0L
+      var i = n.toInt - 1
+      while (i >= 0) { // newest first: ages grow and ranks grow, strictly after the first
+        val step = in.varint()
+        if (i < n - 1 && step == 0) throw new CorruptSketchException(s"pairs out of order in register $j")
+        age = olderAge(age, step, maxAge)
+        if (java.lang.Long.compareUnsigned(age, h.window) >= 0) {
+          throw new CorruptSketchException(s"a pair of register $j lies outside the window")
+        }
+        val rank = in.byte()
+        if (rank < 1 || rank > maxRank || (i < n - 1 && rank <= ranks(i + 1))) {
+          throw new CorruptSketchException(s"invalid rank $rank in register $j")
+        }
+        times(i) = h.now - age
+        ranks(i) = rank
+        i -= 1
+      }
+      if (n > 0) s.restoreRegister(j, times, ranks, n.toInt)
+      j += 1
+    }
+    s.restore(h.now, h.hasTime)
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    s
+  }
+
+  private final case class Header(kind: Byte, window: Long, eps: Double, hasTime: Boolean,
+      microseconds: Boolean, now: Long)
+
+  /** Checks magic, version and checksum and reads the header every kind shares. */
+  private def readHeader(bytes: Array[Byte]): (ByteReader, Header) = {
     if (bytes == null) throw new CorruptSketchException("the sketch is NULL")
     if (bytes.length == 0 || bytes(0) != Magic) {
       throw new CorruptSketchException("the bytes are not a windowsketch sketch (bad magic byte)")
@@ -83,21 +159,34 @@ object SketchFormat {
     val kind = in.byte()
     val window = in.varint()
     val eps = java.lang.Double.longBitsToDouble(in.long())
-    if (window <= 0 || !(eps >= ExponentialHistogram.MinEps && eps < 1.0)) {
-      throw new CorruptSketchException(s"invalid parameters window=$window, eps=$eps")
-    }
+    if (window <= 0) throw new CorruptSketchException(s"invalid parameters window=$window, eps=$eps")
     val flags = in.byte()
     if ((flags & ~(FlagHasTime | FlagMicroseconds)) != 0) {
       throw new CorruptSketchException(s"unknown flags $flags")
     }
-    val hasTime = (flags & FlagHasTime) != 0
     val now = in.long()
-    val sketch = kind match {
-      case KindHistogram => readHistogram(in, window, eps, hasTime, now)
-      case KindDyadic => readDyadic(in, window, eps, hasTime, now)
-      case _ => throw new CorruptSketchException(s"unknown sketch kind $kind")
+    (in, Header(kind, window, eps, (flags & FlagHasTime) != 0, (flags & FlagMicroseconds) != 0, now))
+  }
+
+  private def finish(out: ByteWriter): Array[Byte] = {
+    out.checksum()
+    out.result()
+  }
+
+  def deserialize(bytes: Array[Byte]): WindowCountSketch = {
+    val (in, h) = readHeader(bytes)
+    if (h.kind == KindDistinct) {
+      throw new CorruptSketchException("a distinct-count sketch is not a count sketch")
     }
-    sketch.microsecondTime = (flags & FlagMicroseconds) != 0
+    if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
+      throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")
+    }
+    val sketch = h.kind match {
+      case KindHistogram => readHistogram(in, h.window, h.eps, h.hasTime, h.now)
+      case KindDyadic => readDyadic(in, h.window, h.eps, h.hasTime, h.now)
+      case kind => throw new CorruptSketchException(s"unknown sketch kind $kind")
+    }
+    sketch.microsecondTime = h.microseconds
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
     sketch
   }

@@ -91,4 +91,17 @@ object functions {
 
   def approx_window_sum(value: String, ts: String, window: Any, eps: Double): Column =
     approx_window_sum(col(value), col(ts), lit(window), lit(eps))
+
+  /**
+   * The approximate number of distinct non-NULL `x` in the sliding window (sliding
+   * HyperLogLog++, relative standard error about `rsd`); see `approx_window_count_distinct`.
+   */
+  def approx_window_count_distinct(x: Column, ts: Column, window: Column, rsd: Column): Column =
+    call_function("approx_window_count_distinct", x, ts, window, rsd)
+
+  def approx_window_count_distinct(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_count_distinct", x, ts, window)
+
+  def approx_window_count_distinct(x: String, ts: String, window: Any, rsd: Double): Column =
+    approx_window_count_distinct(col(x), col(ts), lit(window), lit(rsd))
 }

@@ -21,6 +21,7 @@ object FunctionRegistrations {
     registration[ApproxWindowCount](ApproxWindowCount.Name),
     registration[ApproxWindowCountBounds](ApproxWindowCountBounds.Name),
     registration[ApproxWindowSum](ApproxWindowSum.Name),
+    registration[ApproxWindowCountDistinct](ApproxWindowCountDistinct.Name),
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
     registration[WindowSketchEstimate](WindowSketchEstimate.Name),

@@ -8,7 +8,7 @@ import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
 
-import windowsketch.core.ExponentialHistogram
+import windowsketch.core.{ExponentialHistogram, SlidingHyperLogLog}
 
 /**
  * The argument rules shared by the windowsketch aggregates (docs: semantics.md):
@@ -121,22 +121,31 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
     else scala.util.Try(Math.addExact(Math.multiplyExact(ci.days.toLong, MicrosPerDay),
       ci.microseconds)).toOption
 
-  def epsValue(eps: Expression): Either[TypeCheckResult, Double] = {
-    if (!eps.dataType.isInstanceOf[NumericType] && eps.dataType != NullType) {
+  def epsValue(eps: Expression): Either[TypeCheckResult, Double] =
+    constantIn(eps, "eps", ExponentialHistogram.MinEps, 1.0, s"[${ExponentialHistogram.MinEps}, 1)",
+      upperIncluded = false)
+
+  /** The distinct count's relative standard deviation: HyperLogLog++ with p from 4 to 14. */
+  def rsdValue(rsd: Expression): Either[TypeCheckResult, Double] =
+    constantIn(rsd, "rsd", SlidingHyperLogLog.MinRsd, SlidingHyperLogLog.MaxRsd,
+      s"[${SlidingHyperLogLog.MinRsd}, ${SlidingHyperLogLog.MaxRsd}]", upperIncluded = true)
+
+  private def constantIn(e: Expression, name: String, lowest: Double, upper: Double,
+      range: String, upperIncluded: Boolean): Either[TypeCheckResult, Double] = {
+    if (!e.dataType.isInstanceOf[NumericType] && e.dataType != NullType) {
       return Left(DataTypeMismatch(
         errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
         messageParameters = Map(
-          "msg" -> (s"The ${toSQLId("eps")} must be a numeric constant in " +
-            s"[${ExponentialHistogram.MinEps}, 1), but ${toSQLExpr(eps)} has the type " +
-            toSQLType(eps.dataType)),
+          "msg" -> (s"The ${toSQLId(name)} must be a numeric constant in $range, but " +
+            s"${toSQLExpr(e)} has the type ${toSQLType(e.dataType)}"),
           "hint" -> "")))
     }
-    if (!eps.foldable) return Left(nonFoldable("eps", eps))
-    val value = Cast(eps, DoubleType).eval()
-    if (value == null) return Left(unexpectedNull("eps"))
-    val e = value.asInstanceOf[Double]
-    if (e >= ExponentialHistogram.MinEps && e < 1.0) Right(e)
-    else Left(outOfRange("eps", s"[${ExponentialHistogram.MinEps}, 1)", e.toString))
+    if (!e.foldable) return Left(nonFoldable(name, e))
+    val value = Cast(e, DoubleType).eval()
+    if (value == null) return Left(unexpectedNull(name))
+    val x = value.asInstanceOf[Double]
+    if (x >= lowest && (x < upper || (upperIncluded && x == upper))) Right(x)
+    else Left(outOfRange(name, range, x.toString))
   }
 
   def unexpectedType(index: Int, required: String, e: Expression): TypeCheckResult =

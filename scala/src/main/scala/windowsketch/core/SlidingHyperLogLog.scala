@@ -1,0 +1,307 @@
+package windowsketch.core
+
+/**
+ * Distinct values in the sliding window `(now - window, now]`: a HyperLogLog whose
+ * registers each keep their list of future possible maxima (Chabchoub and Hebrail, 2010):
+ * the (time, rank) pairs that no other pair of the register beats on both a later-or-equal
+ * time and a greater-or-equal rank. Sorted by time, ranks strictly decrease, so a window
+ * starting at s reads each register as the rank of its oldest pair inside the window:
+ * exactly the register HyperLogLog would hold over that window's values.
+ *
+ * Values arrive as 64-bit hashes (the Spark layer uses Spark's own, as HyperLogLog++ does):
+ * the top `p` bits choose the register, the rank is one more than the leading zeros of the
+ * rest. Rows may come in any order, and two sketches merge register by register into what
+ * one sketch fed both would hold. While rows come in time order (a running frame), the
+ * sum over registers of 2^-value and the count of zero registers are kept up to date with
+ * a queue of (time, register) entries, so the estimate costs O(1) amortized per row; after
+ * the first row out of order, or a merge, they are recomputed when asked (O(pairs)).
+ */
+final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
+  require(window > 0, s"window must be positive, got $window")
+  require(rsd >= SlidingHyperLogLog.MinRsd && rsd <= SlidingHyperLogLog.MaxRsd,
+    s"rsd must be in [${SlidingHyperLogLog.MinRsd}, ${SlidingHyperLogLog.MaxRsd}], got $rsd")
+
+  /** HyperLogLog++'s precision for `rsd`, as Spark's approx_count_distinct chooses it. */
+  val p: Int = math.ceil(2.0 * math.log(1.106 / rsd) / math.log(2.0)).toInt
+  val m: Int = 1 << p
+  /** What the time axis counts, as for the count sketches: positions or microseconds. */
+  var microsecondTime: Boolean = false
+
+  // Per register: pairs in time order from `starts(j)` to `ends(j)` (exclusive).
+  private[core] val times = new Array[Array[Long]](m)
+  private[core] val ranks = new Array[Array[Byte]](m)
+  private[core] val starts = new Array[Int](m)
+  private[core] val ends = new Array[Int](m)
+
+  private var seenAny = false
+  private var nowTs = 0L
+  /** True while every row has come in time order: the running sums below are current. */
+  private var ordered = true
+  private var zInverse: Double = m.toDouble
+  private var zeros: Int = m
+  // The queue of (time, register) for ordered rows, oldest first, for expiry.
+  private var queueTimes = new Array[Long](64)
+  private var queueRegisters = new Array[Int](64)
+  private var queueHead = 0
+  private var queueSize = 0
+
+  def hasTime: Boolean = seenAny
+  def now: Long = nowTs
+
+  /** Counts a value with hash `hash` at `ts`. */
+  def add(ts: Long, hash: Long): Unit = {
+    val j = (hash >>> (64 - p)).toInt
+    val rank = (java.lang.Long.numberOfLeadingZeros((hash << p) | (1L << (p - 1))) + 1).toByte
+    if (ordered && (!seenAny || ts >= nowTs)) {
+      advanceTo(ts)
+      if (!isExpired(ts)) appendNewest(j, ts, rank)
+    } else {
+      ordered = false
+      advanceTo(ts)
+      if (!isExpired(ts)) insert(j, ts, rank)
+    }
+  }
+
+  /** Moves `now` to `ts` if it is later; while ordered, expires what left the window. */
+  def advanceTo(ts: Long): Unit =
+    if (!seenAny || ts > nowTs) {
+      nowTs = ts
+      seenAny = true
+      if (ordered) expireQueue()
+    }
+
+  /** Adds `other`'s pairs; both must have the same window and precision. */
+  def merge(other: SlidingHyperLogLog): Unit = {
+    if (other.window != window || other.rsd != rsd || other.microsecondTime != microsecondTime) {
+      throw new IllegalArgumentException(
+        s"cannot merge distinct-count sketches with different parameters: window $window, " +
+          s"rsd $rsd and window ${other.window}, rsd ${other.rsd}")
+    }
+    ordered = false
+    if (other.seenAny) advanceTo(other.nowTs)
+    var j = 0
+    while (j < m) {
+      var i = other.starts(j)
+      while (i < other.ends(j)) {
+        val t = other.times(j)(i)
+        if (!isExpired(t)) insert(j, t, other.ranks(j)(i))
+        i += 1
+      }
+      j += 1
+    }
+  }
+
+  /**
+   * (sum over registers of 2^-value, number of zero registers) for the window ending at
+   * `now`: what HyperLogLog's estimate is computed from.
+   */
+  def registerSums: (Double, Int) = {
+    if (!ordered) recompute()
+    (zInverse, zeros)
+  }
+
+  /** The register values of the window ending at `now`, for tests and other estimators. */
+  def registerValues: Array[Int] = {
+    val out = new Array[Int](m)
+    var j = 0
+    while (j < m) { out(j) = windowValue(j); j += 1 }
+    out
+  }
+
+  /** Pairs held, a measure of the state's size. */
+  def pairCount: Int = {
+    var n = 0
+    var j = 0
+    while (j < m) { n += windowPairs(j).length / 2; j += 1 }
+    n
+  }
+
+  /** The plain HyperLogLog estimate with linear counting below 2.5 m (no bias tables). */
+  def rawEstimate: Long = {
+    val (z, v) = registerSums
+    val e = SlidingHyperLogLog.alphaM2(p) / z
+    math.round(if (e <= 2.5 * m && v > 0) m * math.log(m.toDouble / v) else e)
+  }
+
+  /** Outside the window ending at now (`ts` is never after now here). */
+  private def isExpired(ts: Long): Boolean =
+    java.lang.Long.compareUnsigned(nowTs - ts, window) >= 0
+
+  /** The rank of register j's oldest pair inside the window, 0 if none. */
+  private def windowValue(j: Int): Int = {
+    var i = starts(j)
+    while (i < ends(j) && isExpired(times(j)(i))) i += 1
+    if (i < ends(j)) ranks(j)(i) else 0
+  }
+
+  private def recompute(): Unit = {
+    var z = 0.0
+    var v = 0
+    var j = 0
+    while (j < m) {
+      dropExpired(j)
+      val value = if (starts(j) < ends(j)) ranks(j)(starts(j)).toInt else 0
+      z += SlidingHyperLogLog.inversePowers(value)
+      if (value == 0) v += 1
+      j += 1
+    }
+    zInverse = z
+    zeros = v
+  }
+
+  private def value(j: Int): Int = if (starts(j) < ends(j)) ranks(j)(starts(j)) else 0
+
+  private def setValue(j: Int, before: Int): Unit = {
+    val after = value(j)
+    if (after != before) {
+      // Powers of two: these sums are exact, so updating them matches a fresh sum.
+      zInverse += SlidingHyperLogLog.inversePowers(after) - SlidingHyperLogLog.inversePowers(before)
+      if (before == 0) zeros -= 1
+      if (after == 0) zeros += 1
+    }
+  }
+
+  /** Drops register j's pairs that left the window (they are its oldest). */
+  private def dropExpired(j: Int): Unit = {
+    val t = times(j)
+    while (starts(j) < ends(j) && isExpired(t(starts(j)))) starts(j) += 1
+  }
+
+  private def expireQueue(): Unit =
+    while (queueSize > 0 && isExpired(queueTimes(queueHead))) {
+      val j = queueRegisters(queueHead)
+      queueHead = (queueHead + 1) & (queueTimes.length - 1)
+      queueSize -= 1
+      val before = value(j)
+      dropExpired(j)
+      setValue(j, before)
+    }
+
+  /** In time order: the new pair is the newest, and beats the tail pairs it out-ranks. */
+  private def appendNewest(j: Int, ts: Long, rank: Byte): Unit = {
+    val last = ends(j) - 1
+    if (last >= starts(j) && times(j)(last) == ts && ranks(j)(last) >= rank) return
+    val before = value(j)
+    while (ends(j) > starts(j) && ranks(j)(ends(j) - 1) <= rank) ends(j) -= 1
+    place(j, ends(j), ts, rank)
+    setValue(j, before)
+    enqueue(ts, j)
+  }
+
+  /** Any order: inserts (ts, rank) unless a pair at or after ts has a rank at least as high. */
+  private def insert(j: Int, ts: Long, rank: Byte): Unit = {
+    val t = times(j)
+    var lo = starts(j)
+    var hi = ends(j)
+    while (lo < hi) { // the first pair at or after ts
+      val mid = (lo + hi) >>> 1
+      if (t(mid) < ts) lo = mid + 1 else hi = mid
+    }
+    if (lo < ends(j) && ranks(j)(lo) >= rank) return
+    // Beaten by the new pair: the one at ts (lower rank), and the older ones with rank <= it.
+    var keepUntil = lo
+    while (keepUntil > starts(j) && ranks(j)(keepUntil - 1) <= rank) keepUntil -= 1
+    val dropAfter = if (lo < ends(j) && times(j)(lo) == ts) lo + 1 else lo
+    val removed = dropAfter - keepUntil
+    if (removed > 0) {
+      System.arraycopy(times(j), dropAfter, times(j), keepUntil, ends(j) - dropAfter)
+      System.arraycopy(ranks(j), dropAfter, ranks(j), keepUntil, ends(j) - dropAfter)
+      ends(j) -= removed
+    }
+    place(j, keepUntil, ts, rank)
+  }
+
+  /** Puts a pair at position i of register j, shifting the later ones right. */
+  private def place(j: Int, i: Int, ts: Long, rank: Byte): Unit = {
+    if (times(j) == null) {
+      times(j) = new Array[Long](4)
+      ranks(j) = new Array[Byte](4)
+    }
+    if (ends(j) == times(j).length) {
+      // Room first by dropping the gap left at the front by expiry, then by growing.
+      val live = ends(j) - starts(j)
+      val size = if (starts(j) > live) times(j).length else 2 * times(j).length
+      val newTimes = new Array[Long](size)
+      val newRanks = new Array[Byte](size)
+      System.arraycopy(times(j), starts(j), newTimes, 0, live)
+      System.arraycopy(ranks(j), starts(j), newRanks, 0, live)
+      val shift = starts(j)
+      times(j) = newTimes
+      ranks(j) = newRanks
+      starts(j) = 0
+      ends(j) = live
+      return place(j, i - shift, ts, rank)
+    }
+    System.arraycopy(times(j), i, times(j), i + 1, ends(j) - i)
+    System.arraycopy(ranks(j), i, ranks(j), i + 1, ends(j) - i)
+    times(j)(i) = ts
+    ranks(j)(i) = rank
+    ends(j) += 1
+  }
+
+  private def enqueue(ts: Long, j: Int): Unit = {
+    if (queueSize == queueTimes.length) {
+      val n = 2 * queueSize
+      val newTimes = new Array[Long](n)
+      val newRegisters = new Array[Int](n)
+      var k = 0
+      while (k < queueSize) {
+        val at = (queueHead + k) & (queueTimes.length - 1)
+        newTimes(k) = queueTimes(at)
+        newRegisters(k) = queueRegisters(at)
+        k += 1
+      }
+      queueTimes = newTimes
+      queueRegisters = newRegisters
+      queueHead = 0
+    }
+    val tail = (queueHead + queueSize) & (queueTimes.length - 1)
+    queueTimes(tail) = ts
+    queueRegisters(tail) = j
+    queueSize += 1
+  }
+
+  /** Register j's pairs inside the window, oldest first, as (time, rank) longs. */
+  private[core] def windowPairs(j: Int): Array[Long] = {
+    var i = starts(j)
+    while (i < ends(j) && isExpired(times(j)(i))) i += 1
+    val out = new Array[Long](2 * (ends(j) - i))
+    var k = 0
+    while (i < ends(j)) { out(k) = times(j)(i); out(k + 1) = ranks(j)(i); k += 2; i += 1 }
+    out
+  }
+
+  private[core] def restoreRegister(j: Int, t: Array[Long], r: Array[Byte], n: Int): Unit = {
+    times(j) = t
+    ranks(j) = r
+    starts(j) = 0
+    ends(j) = n
+  }
+
+  /** For the binary format: restores a state read from bytes (any order from then on). */
+  private[core] def restore(now: Long, hasTime: Boolean): Unit = {
+    nowTs = now
+    seenAny = hasTime
+    ordered = false
+  }
+}
+
+object SlidingHyperLogLog {
+  /** From 16,384 registers (p = 14) to 16 (p = 4, HyperLogLog++'s least). */
+  val MinRsd = 0.01
+  val MaxRsd = 0.39
+  /** Ranks are 1 .. 65 - p, strictly decreasing along a register's pairs. */
+  def maxPairs(p: Int): Int = 65 - p
+
+  def alphaM2(p: Int): Double = {
+    val m = (1 << p).toDouble
+    p match {
+      case 4 => 0.673 * m * m
+      case 5 => 0.697 * m * m
+      case 6 => 0.709 * m * m
+      case _ => (0.7213 / (1.0 + 1.079 / m)) * m * m
+    }
+  }
+
+  private[core] val inversePowers: Array[Double] = Array.tabulate(66)(r => math.pow(2.0, -r))
+}
