@@ -52,7 +52,7 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
              state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
              synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000,
-             churn_keys=1_000_000, churn_events=10_000_000)
+             churn_keys=200_000, churn_events=2_000_000)
 
 
 @dataclass

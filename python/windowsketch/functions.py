@@ -364,7 +364,7 @@ def approx_window_count_distinct(
     """Approximate number of distinct values of ``x`` in a sliding window.
 
     A HyperLogLog++ whose registers remember when they got their values (sliding
-    HyperLogLog): works in window frames (amortized O(1) per row in a running frame ordered
+    HyperLogLog): works in window frames (about O(1) per row in a running frame ordered
     by ``ts``), in ``groupBy().agg()`` and with rows in any order. Over a window that holds
     every row it answers as ``approx_count_distinct`` with the same ``rsd`` does. The
     error is a distribution, not a bound: about 95% of answers lie within ``2 * rsd``.

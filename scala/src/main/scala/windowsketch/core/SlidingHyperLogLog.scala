@@ -12,9 +12,10 @@ package windowsketch.core
  * the top `p` bits choose the register, the rank is one more than the leading zeros of the
  * rest. Rows may come in any order, and two sketches merge register by register into what
  * one sketch fed both would hold. While rows come in time order (a running frame), the
- * sum over registers of 2^-value and the count of zero registers are kept up to date with
- * a queue of (time, register) entries, so the estimate costs O(1) amortized per row; after
- * the first row out of order, or a merge, they are recomputed when asked (O(pairs)).
+ * sum over registers of 2^-value and the count of zero registers are kept up to date, with
+ * a heap of registers by their oldest pair's time for expiry, so the estimate costs O(1)
+ * amortized per row (O(log m) when a register's oldest pair changes); after the first row
+ * out of order, or a merge, they are recomputed when asked (O(pairs)).
  */
 final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
   require(window > 0, s"window must be positive, got $window")
@@ -39,11 +40,13 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
   private var ordered = true
   private var zInverse: Double = m.toDouble
   private var zeros: Int = m
-  // The queue of (time, register) for ordered rows, oldest first, for expiry.
-  private var queueTimes = new Array[Long](64)
-  private var queueRegisters = new Array[Int](64)
-  private var queueHead = 0
-  private var queueSize = 0
+  // While ordered: a min-heap of the registers that hold pairs, keyed by their oldest
+  // pair's time, so expiry finds the next register to change in O(1) and fixes it in
+  // O(log m); m entries at most, whatever the window holds.
+  private val heap = new Array[Int](m)
+  private val heapKeys = new Array[Long](m) // each entry's oldest time, next to it for speed
+  private val heapPosition = Array.fill(m)(-1)
+  private var heapSize = 0
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
@@ -67,7 +70,7 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
     if (!seenAny || ts > nowTs) {
       nowTs = ts
       seenAny = true
-      if (ordered) expireQueue()
+      if (ordered) expireOldest()
     }
 
   /** Adds `other`'s pairs; both must have the same window and precision. */
@@ -116,13 +119,6 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
     n
   }
 
-  /** The plain HyperLogLog estimate with linear counting below 2.5 m (no bias tables). */
-  def rawEstimate: Long = {
-    val (z, v) = registerSums
-    val e = SlidingHyperLogLog.alphaM2(p) / z
-    math.round(if (e <= 2.5 * m && v > 0) m * math.log(m.toDouble / v) else e)
-  }
-
   /** Outside the window ending at now (`ts` is never after now here). */
   private def isExpired(ts: Long): Boolean =
     java.lang.Long.compareUnsigned(nowTs - ts, window) >= 0
@@ -167,14 +163,13 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
     while (starts(j) < ends(j) && isExpired(t(starts(j)))) starts(j) += 1
   }
 
-  private def expireQueue(): Unit =
-    while (queueSize > 0 && isExpired(queueTimes(queueHead))) {
-      val j = queueRegisters(queueHead)
-      queueHead = (queueHead + 1) & (queueTimes.length - 1)
-      queueSize -= 1
+  private def expireOldest(): Unit =
+    while (heapSize > 0 && isExpired(heapKeys(0))) {
+      val j = heap(0)
       val before = value(j)
       dropExpired(j)
       setValue(j, before)
+      headChanged(j)
     }
 
   /** In time order: the new pair is the newest, and beats the tail pairs it out-ranks. */
@@ -185,7 +180,7 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
     while (ends(j) > starts(j) && ranks(j)(ends(j) - 1) <= rank) ends(j) -= 1
     place(j, ends(j), ts, rank)
     setValue(j, before)
-    enqueue(ts, j)
+    if (ends(j) - starts(j) == 1) headChanged(j) // the new pair is the register's oldest
   }
 
   /** Any order: inserts (ts, rank) unless a pair at or after ts has a rank at least as high. */
@@ -239,26 +234,64 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
     ends(j) += 1
   }
 
-  private def enqueue(ts: Long, j: Int): Unit = {
-    if (queueSize == queueTimes.length) {
-      val n = 2 * queueSize
-      val newTimes = new Array[Long](n)
-      val newRegisters = new Array[Int](n)
-      var k = 0
-      while (k < queueSize) {
-        val at = (queueHead + k) & (queueTimes.length - 1)
-        newTimes(k) = queueTimes(at)
-        newRegisters(k) = queueRegisters(at)
-        k += 1
+  /** Register j's oldest pair changed (or it has none left): its place in the heap too. */
+  private def headChanged(j: Int): Unit = {
+    val at = heapPosition(j)
+    if (starts(j) >= ends(j)) {
+      if (at >= 0) {
+        heapSize -= 1
+        heapPosition(j) = -1
+        if (at < heapSize) {
+          heap(at) = heap(heapSize)
+          heapKeys(at) = heapKeys(heapSize)
+          heapPosition(heap(at)) = at
+          siftDown(siftUp(at))
+        }
       }
-      queueTimes = newTimes
-      queueRegisters = newRegisters
-      queueHead = 0
+    } else if (at < 0) {
+      heap(heapSize) = j
+      heapKeys(heapSize) = times(j)(starts(j))
+      heapPosition(j) = heapSize
+      heapSize += 1
+      siftUp(heapSize - 1)
+    } else {
+      heapKeys(at) = times(j)(starts(j))
+      siftDown(siftUp(at))
     }
-    val tail = (queueHead + queueSize) & (queueTimes.length - 1)
-    queueTimes(tail) = ts
-    queueRegisters(tail) = j
-    queueSize += 1
+  }
+
+  /** Moves the entry at `at` up while it is older than its parent; returns where it ends. */
+  private def siftUp(at: Int): Int = {
+    var i = at
+    while (i > 0 && heapKeys(i) < heapKeys((i - 1) / 2)) {
+      swap(i, (i - 1) / 2)
+      i = (i - 1) / 2
+    }
+    i
+  }
+
+  private def siftDown(at: Int): Unit = {
+    var i = at
+    var done = false
+    while (!done) {
+      val left = 2 * i + 1
+      var oldest = i
+      if (left < heapSize && heapKeys(left) < heapKeys(oldest)) oldest = left
+      if (left + 1 < heapSize && heapKeys(left + 1) < heapKeys(oldest)) oldest = left + 1
+      if (oldest == i) done = true
+      else { swap(i, oldest); i = oldest }
+    }
+  }
+
+  private def swap(a: Int, b: Int): Unit = {
+    val t = heap(a)
+    heap(a) = heap(b)
+    heap(b) = t
+    val k = heapKeys(a)
+    heapKeys(a) = heapKeys(b)
+    heapKeys(b) = k
+    heapPosition(heap(a)) = a
+    heapPosition(heap(b)) = b
   }
 
   /** Register j's pairs inside the window, oldest first, as (time, rank) longs. */

@@ -20,7 +20,7 @@ import windowsketch.core.{SketchFormat, SlidingHyperLogLog}
       HyperLogLog++ whose registers remember when they got their values (sliding
       HyperLogLog): over a window that holds every row it gives approx_count_distinct's
       answer, and its relative standard error is about `rsd`. Over a running window frame
-      ordered by `ts` each row costs amortized O(1).
+      ordered by `ts` each row costs O(1), or O(log m) when a register's oldest value changes.
   """,
   arguments = """
     Arguments:
