@@ -15,8 +15,9 @@ from pyspark.sql import functions as F
 
 __all__ = [
     "approx_window_count", "approx_window_count_bounds", "approx_window_count_distinct",
-    "approx_window_sum", "window_sketch",
-    "window_sketch_bounds", "window_sketch_estimate", "window_sketch_merge"]
+    "approx_window_sum", "window_distinct_sketch", "window_distinct_sketch_estimate",
+    "window_distinct_sketch_merge", "window_sketch", "window_sketch_bounds",
+    "window_sketch_estimate", "window_sketch_merge"]
 
 ColumnOrName = Union[Column, str]
 WindowSpec = Union[int, datetime.timedelta, str, Column]
@@ -398,3 +399,104 @@ def approx_window_count_distinct(
     """
     return _window_aggregate("approx_window_count_distinct", x, ts, window, rsd, v_name="x",
                              eps_name="rsd")
+
+
+def window_distinct_sketch(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    rsd: Union[float, Column] = 0.05,
+) -> Column:
+    """A mergeable sketch (BINARY) of a group's distinct values and when they were seen.
+
+    Keep one per key and period, merge them later with
+    :func:`window_distinct_sketch_merge` and read them with
+    :func:`window_distinct_sketch_estimate`: distinct counts in any window of up to
+    ``window`` ending at or after the sketch's largest ``ts``, each what
+    ``approx_count_distinct`` with the same ``rsd`` gives over that window's rows.
+    Arguments as for :func:`approx_window_count_distinct`.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_distinct_sketch,
+    ...     window_distinct_sketch_estimate)
+    >>> df = spark.createDataFrame([("home", 1, "a"), ("home", 2, "b"), ("cart", 3, "a")],
+    ...                            "page STRING, ts INT, user STRING")
+    >>> df.groupBy("page").agg(window_distinct_sketch_estimate(
+    ...     window_distinct_sketch("user", "ts", 10)).alias("users")).orderBy("page").show()
+    +----+-----+
+    |page|users|
+    +----+-----+
+    |cart|    1|
+    |home|    2|
+    +----+-----+
+    """
+    return _window_aggregate("window_distinct_sketch", x, ts, window, rsd, v_name="x",
+                             eps_name="rsd")
+
+
+def window_distinct_sketch_merge(sketch: ColumnOrName) -> Column:
+    """Merges a group's distinct-count sketches: exactly the sketch one
+    :func:`window_distinct_sketch` would have made of all their rows.
+
+    NULL sketches are skipped; a group with none gives NULL. Sketches of another window,
+    ``rsd`` or time unit, and bytes that are not a distinct-count sketch, raise an error.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_distinct_sketch,
+    ...     window_distinct_sketch_estimate, window_distinct_sketch_merge)
+    >>> df = spark.createDataFrame(
+    ...     [("home", 1, "a"), ("home", 2, "b"), ("cart", 3, "a"), ("home", 4, "c")],
+    ...     "page STRING, ts INT, user STRING")
+    >>> per_page = df.groupBy("page").agg(window_distinct_sketch("user", "ts", 3).alias("s"))
+    >>> per_page.agg(window_distinct_sketch_estimate(window_distinct_sketch_merge("s"))
+    ...              .alias("users_in_last_3")).show()
+    +---------------+
+    |users_in_last_3|
+    +---------------+
+    |              3|
+    +---------------+
+    """
+    _check_column(sketch, "sketch")
+    return F.call_function("window_distinct_sketch_merge", _column(sketch))
+
+
+def window_distinct_sketch_estimate(
+    sketch: ColumnOrName, as_of: AsOf = None, sub_window: Optional[WindowSpec] = None,
+) -> Column:
+    """The approximate number of distinct values of a distinct-count sketch in a window.
+
+    Parameters
+    ----------
+    sketch : :class:`~pyspark.sql.Column` or str
+        BINARY made by :func:`window_distinct_sketch` or
+        :func:`window_distinct_sketch_merge`.
+    as_of, sub_window
+        As for :func:`window_sketch_estimate`: where the window ends (default: the
+        sketch's largest ``ts``; never earlier) and how long it is (default: the
+        sketch's window).
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        BIGINT: what ``approx_count_distinct`` gives over that window's rows; NULL when
+        the sketch or ``as_of`` is NULL.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_distinct_sketch,
+    ...     window_distinct_sketch_estimate)
+    >>> df = spark.createDataFrame([(1, "a"), (2, "b"), (3, "a"), (4, "c")],
+    ...                            "ts INT, user STRING")
+    >>> s = df.agg(window_distinct_sketch("user", "ts", 3).alias("s"))
+    >>> s.select(window_distinct_sketch_estimate("s").alias("last_3"),
+    ...          window_distinct_sketch_estimate("s", 5).alias("at_5"),
+    ...          window_distinct_sketch_estimate("s", 4, 1).alias("at_4_last_1")).show()
+    +------+----+-----------+
+    |last_3|at_5|at_4_last_1|
+    +------+----+-----------+
+    |     3|   2|          1|
+    +------+----+-----------+
+    """
+    return _sketch_query("window_distinct_sketch_estimate", sketch, as_of, sub_window)

@@ -8,7 +8,17 @@ import pytest
 FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window_sum",
              "approx_window_count_distinct",
              "window_sketch", "window_sketch_merge", "window_sketch_estimate",
-             "window_sketch_bounds"]
+             "window_sketch_bounds", "window_distinct_sketch", "window_distinct_sketch_merge",
+             "window_distinct_sketch_estimate"]
+
+
+def test_every_registered_function_is_described_here(spark):
+    from windowsketch import _scala_object
+
+    registrations = _scala_object(
+        spark, "org.apache.spark.sql.windowsketch.FunctionRegistrations").all()
+    names = {registrations.apply(i)._1().funcName() for i in range(registrations.size())}
+    assert names == set(FUNCTIONS)
 
 
 def describe(spark, name: str) -> str:

@@ -97,7 +97,8 @@ object SketchFormat {
   def deserializeDistinct(bytes: Array[Byte]): SlidingHyperLogLog = {
     val (in, h) = readHeader(bytes)
     if (h.kind != KindDistinct) {
-      throw new CorruptSketchException(s"a sketch of kind ${h.kind} is not a distinct-count sketch")
+      throw new CorruptSketchException(
+        "a count sketch (window_sketch) is not a distinct-count sketch (window_distinct_sketch)")
     }
     if (!(h.eps >= SlidingHyperLogLog.MinRsd && h.eps <= SlidingHyperLogLog.MaxRsd)) {
       throw new CorruptSketchException(s"invalid parameters window=${h.window}, rsd=${h.eps}")
@@ -176,7 +177,8 @@ object SketchFormat {
   def deserialize(bytes: Array[Byte]): WindowCountSketch = {
     val (in, h) = readHeader(bytes)
     if (h.kind == KindDistinct) {
-      throw new CorruptSketchException("a distinct-count sketch is not a count sketch")
+      throw new CorruptSketchException(
+        "a distinct-count sketch (window_distinct_sketch) is not a count sketch (window_sketch)")
     }
     if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
       throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")

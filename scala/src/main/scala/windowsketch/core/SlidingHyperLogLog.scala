@@ -17,13 +17,12 @@ package windowsketch.core
  * amortized per row (O(log m) when a register's oldest pair changes); after the first row
  * out of order, or a merge, they are recomputed when asked (O(pairs)).
  */
-final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
+final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends SketchAxis {
   require(window > 0, s"window must be positive, got $window")
   require(rsd >= SlidingHyperLogLog.MinRsd && rsd <= SlidingHyperLogLog.MaxRsd,
     s"rsd must be in [${SlidingHyperLogLog.MinRsd}, ${SlidingHyperLogLog.MaxRsd}], got $rsd")
 
-  /** HyperLogLog++'s precision for `rsd`, as Spark's approx_count_distinct chooses it. */
-  val p: Int = math.ceil(2.0 * math.log(1.106 / rsd) / math.log(2.0)).toInt
+  val p: Int = SlidingHyperLogLog.precision(rsd)
   val m: Int = 1 << p
   /** What the time axis counts, as for the count sketches: positions or microseconds. */
   var microsecondTime: Boolean = false
@@ -101,6 +100,28 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) {
   def registerSums: (Double, Int) = {
     if (!ordered) recompute()
     (zInverse, zeros)
+  }
+
+  /**
+   * [[registerSums]] for the window `(end - length, end]`, any `end` at or after `now` and
+   * `length` up to the window: each register read at its oldest pair inside it, O(pairs).
+   * What the sketch would hold had it seen only that window's values.
+   */
+  def registerSumsAt(end: Long, length: Long): (Double, Int) = {
+    require(!seenAny || end >= nowTs, s"end $end is before the sketch's now $nowTs")
+    require(length > 0 && length <= window, s"length must be in (0, $window], got $length")
+    var z = 0.0
+    var v = 0
+    var j = 0
+    while (j < m) {
+      var i = starts(j)
+      while (i < ends(j) && java.lang.Long.compareUnsigned(end - times(j)(i), length) >= 0) i += 1
+      val value = if (i < ends(j)) ranks(j)(i).toInt else 0
+      z += SlidingHyperLogLog.inversePowers(value)
+      if (value == 0) v += 1
+      j += 1
+    }
+    (z, v)
   }
 
   /** The register values of the window ending at `now`, for tests and other estimators. */
@@ -325,6 +346,9 @@ object SlidingHyperLogLog {
   val MaxRsd = 0.39
   /** Ranks are 1 .. 65 - p, strictly decreasing along a register's pairs. */
   def maxPairs(p: Int): Int = 65 - p
+
+  /** HyperLogLog++'s precision for `rsd`, as Spark's approx_count_distinct chooses it. */
+  def precision(rsd: Double): Int = math.ceil(2.0 * math.log(1.106 / rsd) / math.log(2.0)).toInt
 
   def alphaM2(p: Int): Double = {
     val m = (1 << p).toDouble

@@ -1,23 +1,29 @@
 package windowsketch.core
 
+/** The time axis every sketch of windowsketch has: what sketch-column queries check. */
+trait SketchAxis {
+  /** The window's length on the time axis: the window is `(now - window, now]`. */
+  def window: Long
+  /**
+   * What the time axis counts, recorded so sketch columns can check a query's `as_of`:
+   * false for positions (integral `ts`), true for microseconds (timestamps and dates).
+   */
+  def microsecondTime: Boolean
+  /** True once any timestamp has been seen (an event or not). */
+  def hasTime: Boolean
+  /** The largest timestamp seen; only meaningful when [[hasTime]]. */
+  def now: Long
+}
+
 /**
  * A count (or a sum of non-negative weights) of events in the sliding window
  * `(now - window, now]`, where `now` is the largest timestamp seen, with `|estimate - exact| <= eps * exact` and certified bounds
  * `lowerBound <= exact <= upperBound`. Two implementations: [[ExponentialHistogram]] for
  * rows in time order (O(1) estimate), [[DyadicWindowSketch]] for any order and merges.
  */
-trait WindowCountSketch {
-  def window: Long
+trait WindowCountSketch extends SketchAxis {
   def eps: Double
-  /**
-   * What the time axis counts, recorded so sketch columns can check a query's `as_of`:
-   * false for positions (integral `ts`), true for microseconds (timestamps and dates).
-   */
   var microsecondTime: Boolean = false
-  /** True once any timestamp has been seen (an event or not). */
-  def hasTime: Boolean
-  /** The largest timestamp seen; only meaningful when [[hasTime]]. */
-  def now: Long
   /** Observes one row at `ts`: moves `now` forward and counts `weight` (>= 0) at `ts`. */
   def add(ts: Long, weight: Long): Unit
   /** Observes one row at `ts`: moves `now` forward and, if `isEvent`, counts it. */

@@ -104,4 +104,32 @@ object functions {
 
   def approx_window_count_distinct(x: String, ts: String, window: Any, rsd: Double): Column =
     approx_window_count_distinct(col(x), col(ts), lit(window), lit(rsd))
+
+  /** A mergeable distinct-count sketch (BINARY) of the group's values; see `window_distinct_sketch`. */
+  def window_distinct_sketch(x: Column, ts: Column, window: Column, rsd: Column): Column =
+    call_function("window_distinct_sketch", x, ts, window, rsd)
+
+  def window_distinct_sketch(x: Column, ts: Column, window: Column): Column =
+    call_function("window_distinct_sketch", x, ts, window)
+
+  def window_distinct_sketch(x: String, ts: String, window: Any, rsd: Double): Column =
+    window_distinct_sketch(col(x), col(ts), lit(window), lit(rsd))
+
+  /** Merges the group's distinct-count sketches into one; see `window_distinct_sketch_merge`. */
+  def window_distinct_sketch_merge(sketch: Column): Column =
+    call_function("window_distinct_sketch_merge", sketch)
+
+  def window_distinct_sketch_merge(sketch: String): Column = window_distinct_sketch_merge(col(sketch))
+
+  /** The sketch's distinct count in its window ending at its largest ts. */
+  def window_distinct_sketch_estimate(sketch: Column): Column =
+    call_function("window_distinct_sketch_estimate", sketch)
+
+  /** The sketch's distinct count in its window ending at `asOf`. */
+  def window_distinct_sketch_estimate(sketch: Column, asOf: Column): Column =
+    call_function("window_distinct_sketch_estimate", sketch, asOf)
+
+  /** The sketch's distinct count in the window of length `subWindow` ending at `asOf`. */
+  def window_distinct_sketch_estimate(sketch: Column, asOf: Column, subWindow: Column): Column =
+    call_function("window_distinct_sketch_estimate", sketch, asOf, subWindow)
 }

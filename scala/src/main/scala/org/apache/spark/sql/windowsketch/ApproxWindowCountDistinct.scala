@@ -59,7 +59,7 @@ case class ApproxWindowCountDistinct(
     rsd: Expression,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends TypedImperativeAggregate[SlidingHyperLogLog] with QuaternaryLike[Expression] {
+  extends DistinctAggregate {
 
   def this(x: Expression, ts: Expression, window: Expression, rsd: Expression) =
     this(x, ts, window, rsd, 0, 0)
@@ -67,14 +67,51 @@ case class ApproxWindowCountDistinct(
   def this(x: Expression, ts: Expression, window: Expression) =
     this(x, ts, window, Literal(ApproxWindowCountDistinct.DefaultRsd))
 
-  // Lazy so the constants are read once, after the checks, never during tree transforms.
-  private lazy val windowLength: Long = WindowArguments.windowLength(window, ts).toOption.get
-  private lazy val relativeSd: Double = WindowArguments.rsdValue(rsd).toOption.get
-  private lazy val tsType: DataType = ts.dataType
-  private lazy val valueType: DataType = x.dataType
-  private lazy val estimator = new HyperLogLogPlusPlusHelper(relativeSd)
+  private lazy val estimator = new DistinctEstimator(relativeSd)
 
   override def prettyName: String = ApproxWindowCountDistinct.Name
+
+  // From the two sums the sketch keeps, so a running frame pays O(1) here.
+  override def eval(buffer: SlidingHyperLogLog): Any = {
+    val (zInverse, zeros) = buffer.registerSums
+    estimator.estimate(zInverse, zeros)
+  }
+
+  override def nullable: Boolean = false
+
+  override def defaultResult: Option[Literal] = Some(Literal(0L))
+
+  override def dataType: DataType = LongType
+
+  override protected def withNewChildrenInternal(
+      newX: Expression, newTs: Expression, newWindow: Expression, newRsd: Expression)
+    : ApproxWindowCountDistinct = copy(x = newX, ts = newTs, window = newWindow, rsd = newRsd)
+
+  override def withNewMutableAggBufferOffset(newOffset: Int): ApproxWindowCountDistinct =
+    copy(mutableAggBufferOffset = newOffset)
+
+  override def withNewInputAggBufferOffset(newOffset: Int): ApproxWindowCountDistinct =
+    copy(inputAggBufferOffset = newOffset)
+}
+
+/**
+ * What the aggregates over `(x, ts, window [, rsd])` share: the argument checks, reading
+ * rows into a sliding HyperLogLog with Spark's own hash, merging and the binary state.
+ * Subclasses choose the result.
+ */
+abstract class DistinctAggregate
+  extends TypedImperativeAggregate[SlidingHyperLogLog] with QuaternaryLike[Expression] {
+
+  def x: Expression
+  def ts: Expression
+  def window: Expression
+  def rsd: Expression
+
+  // Lazy so the constants are read once, after the checks, never during tree transforms.
+  private lazy val windowLength: Long = WindowArguments.windowLength(window, ts).toOption.get
+  protected lazy val relativeSd: Double = WindowArguments.rsdValue(rsd).toOption.get
+  private lazy val tsType: DataType = ts.dataType
+  private lazy val valueType: DataType = x.dataType
 
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(
@@ -106,51 +143,41 @@ case class ApproxWindowCountDistinct(
     buffer
   }
 
-  /**
-   * HyperLogLog++'s estimate as Spark's `approx_count_distinct` makes it (the same choice
-   * between linear counting and the bias-corrected raw estimate, with Spark's tables), from
-   * the two sums the sketch keeps, so a running frame pays O(1) here.
-   */
-  override def eval(buffer: SlidingHyperLogLog): Any = {
-    val (zInverse, zeros) = buffer.registerSums
-    val m = buffer.m.toDouble
-    val raw = SlidingHyperLogLog.alphaM2(buffer.p) / zInverse
-    def corrected = if (raw < 5.0 * m) raw - estimator.estimateBias(raw) else raw
-    val estimate =
-      if (zeros > 0) {
-        val linear = m * math.log(m / zeros)
-        if (linear <= HyperLogLogPlusPlusHelper.THRESHOLDS(buffer.p - 4) || raw <= 2.5 * m) linear
-        else corrected
-      } else corrected
-    math.round(estimate)
-  }
-
   override def serialize(buffer: SlidingHyperLogLog): Array[Byte] =
     SketchFormat.serializeDistinct(buffer)
 
   override def deserialize(bytes: Array[Byte]): SlidingHyperLogLog =
     SketchFormat.deserializeDistinct(bytes)
 
-  override def nullable: Boolean = false
-
-  override def defaultResult: Option[Literal] = Some(Literal(0L))
-
-  override def dataType: DataType = LongType
-
   override def first: Expression = x
   override def second: Expression = ts
   override def third: Expression = window
   override def fourth: Expression = rsd
+}
 
-  override protected def withNewChildrenInternal(
-      newX: Expression, newTs: Expression, newWindow: Expression, newRsd: Expression)
-    : ApproxWindowCountDistinct = copy(x = newX, ts = newTs, window = newWindow, rsd = newRsd)
+/**
+ * HyperLogLog++'s estimate as Spark's `approx_count_distinct` makes it at precision `rsd`:
+ * the same choice between linear counting and the bias-corrected raw estimate, with
+ * Spark's tables, from a sketch's two register sums.
+ */
+private[windowsketch] final class DistinctEstimator(val rsd: Double) {
+  private val helper = new HyperLogLogPlusPlusHelper(rsd)
+  private val p = SlidingHyperLogLog.precision(rsd)
+  private val m = (1 << p).toDouble
+  private val alphaM2 = SlidingHyperLogLog.alphaM2(p)
 
-  override def withNewMutableAggBufferOffset(newOffset: Int): ApproxWindowCountDistinct =
-    copy(mutableAggBufferOffset = newOffset)
-
-  override def withNewInputAggBufferOffset(newOffset: Int): ApproxWindowCountDistinct =
-    copy(inputAggBufferOffset = newOffset)
+  def estimate(zInverse: Double, zeros: Int): Long = {
+    val raw = alphaM2 / zInverse
+    def corrected = if (raw < 5.0 * m) raw - helper.estimateBias(raw) else raw
+    val estimate =
+      if (zeros > 0) {
+        val linear = m * math.log(m / zeros)
+        // Spark's query takes linear counting below its threshold or when raw <= 2.5 m.
+        if (linear <= HyperLogLogPlusPlusHelper.THRESHOLDS(p - 4) || raw <= 2.5 * m) linear
+        else corrected
+      } else corrected
+    math.round(estimate)
+  }
 }
 
 object ApproxWindowCountDistinct {

@@ -25,7 +25,10 @@ object FunctionRegistrations {
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
     registration[WindowSketchEstimate](WindowSketchEstimate.Name),
-    registration[WindowSketchBounds](WindowSketchBounds.Name))
+    registration[WindowSketchBounds](WindowSketchBounds.Name),
+    registration[WindowDistinctSketchAgg](WindowDistinctSketchAgg.Name),
+    registration[WindowDistinctSketchMerge](WindowDistinctSketchMerge.Name),
+    registration[WindowDistinctSketchEstimate](WindowDistinctSketchEstimate.Name))
 
   /**
    * Adds every function to a running classic session's registry, under the name that

@@ -10,8 +10,8 @@ import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.trees.UnaryLike
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
-import windowsketch.core.{CorruptSketchException, DyadicWindowSketch, SketchFormat,
-  WindowCountSketch}
+import windowsketch.core.{CorruptSketchException, DyadicWindowSketch, SketchAxis, SketchFormat,
+  SlidingHyperLogLog, WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -81,25 +81,91 @@ object WindowSketchAgg {
 /** Reads sketch bytes from a column, naming the function in every error. */
 private[windowsketch] object SketchInput {
   def read(bytes: Array[Byte], function: String): WindowCountSketch =
-    try SketchFormat.deserialize(bytes)
+    named(function)(SketchFormat.deserialize(bytes))
+
+  def readDistinct(bytes: Array[Byte], function: String): SlidingHyperLogLog =
+    named(function)(SketchFormat.deserializeDistinct(bytes))
+
+  private def named[S](function: String)(read: => S): S =
+    try read
     catch {
       case e: CorruptSketchException =>
         throw new IllegalArgumentException(s"$function: ${e.getMessage}", e)
     }
 
-  def checkBinary(sketch: Expression): TypeCheckResult =
+  def checkBinary(sketch: Expression, maker: String): TypeCheckResult =
     if (sketch.dataType == BinaryType || sketch.dataType == NullType) TypeCheckSuccess
     else DataTypeMismatch(
       errorSubClass = "UNEXPECTED_INPUT_TYPE",
       messageParameters = Map(
         "paramIndex" -> QueryErrors.paramIndex(0),
-        "requiredType" -> "\"BINARY\" (a sketch made by window_sketch)",
+        "requiredType" -> s"\"BINARY\" (a sketch made by $maker)",
         "inputSql" -> QueryErrors.toSQLExpr(sketch),
         "inputType" -> QueryErrors.toSQLType(sketch.dataType)))
 }
 
-/** The running union of window_sketch_merge: empty until the first sketch arrives. */
-final class SketchUnion(var sketch: WindowCountSketch)
+/** The running union of a sketch-merge aggregate: empty (null) until the first sketch. */
+final class SketchUnion[S <: AnyRef](var sketch: S)
+
+/**
+ * What window_sketch_merge and window_distinct_sketch_merge share: the union of a group's
+ * sketch column, NULLs skipped, every error naming the function. Subclasses read, merge
+ * and write their kind of sketch.
+ */
+abstract class SketchMergeAggregate[S <: AnyRef]
+  extends TypedImperativeAggregate[SketchUnion[S]] with UnaryLike[Expression] {
+
+  def sketch: Expression
+
+  /** The aggregate that makes this kind of sketch, for messages. */
+  protected def maker: String
+  protected def read(bytes: Array[Byte]): S
+  protected def write(s: S): Array[Byte]
+  /** Adds `other` into `into`; throws IllegalArgumentException if they cannot merge. */
+  protected def mergeInto(into: S, other: S): Unit
+
+  override def child: Expression = sketch
+
+  override def checkInputDataTypes(): TypeCheckResult = SketchInput.checkBinary(sketch, maker)
+
+  override def createAggregationBuffer(): SketchUnion[S] = new SketchUnion[S](null.asInstanceOf[S])
+
+  override def update(buffer: SketchUnion[S], input: InternalRow): SketchUnion[S] = {
+    val bytes = sketch.eval(input)
+    if (bytes != null) add(buffer, read(bytes.asInstanceOf[Array[Byte]]))
+    buffer
+  }
+
+  override def merge(buffer: SketchUnion[S], other: SketchUnion[S]): SketchUnion[S] = {
+    if (other.sketch != null) add(buffer, other.sketch)
+    buffer
+  }
+
+  private def add(buffer: SketchUnion[S], s: S): Unit =
+    if (buffer.sketch == null) {
+      buffer.sketch = s
+    } else {
+      try mergeInto(buffer.sketch, s)
+      catch {
+        case e @ (_: IllegalArgumentException | _: UnsupportedOperationException) =>
+          throw new IllegalArgumentException(s"$prettyName: ${e.getMessage}", e)
+      }
+    }
+
+  override def eval(buffer: SketchUnion[S]): Any =
+    if (buffer.sketch == null) null else write(buffer.sketch)
+
+  // An empty union travels as zero bytes; a sketch never has fewer than 30.
+  override def serialize(buffer: SketchUnion[S]): Array[Byte] =
+    if (buffer.sketch == null) Array.emptyByteArray else write(buffer.sketch)
+
+  override def deserialize(bytes: Array[Byte]): SketchUnion[S] =
+    new SketchUnion[S](if (bytes.isEmpty) null.asInstanceOf[S] else read(bytes))
+
+  override def dataType: DataType = BinaryType
+
+  override def nullable: Boolean = true
+}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -128,54 +194,22 @@ case class WindowSketchMerge(
     sketch: Expression,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends TypedImperativeAggregate[SketchUnion] with UnaryLike[Expression] {
+  extends SketchMergeAggregate[WindowCountSketch] {
 
   def this(sketch: Expression) = this(sketch, 0, 0)
 
   override def prettyName: String = WindowSketchMerge.Name
 
-  override def child: Expression = sketch
+  override protected def maker: String = WindowSketchAgg.Name
 
-  override def checkInputDataTypes(): TypeCheckResult = SketchInput.checkBinary(sketch)
+  override protected def read(bytes: Array[Byte]): WindowCountSketch =
+    SketchInput.read(bytes, prettyName)
 
-  override def createAggregationBuffer(): SketchUnion = new SketchUnion(null)
+  override protected def write(s: WindowCountSketch): Array[Byte] = SketchFormat.serialize(s)
 
-  override def update(buffer: SketchUnion, input: InternalRow): SketchUnion = {
-    val bytes = sketch.eval(input)
-    if (bytes != null) add(buffer, SketchInput.read(bytes.asInstanceOf[Array[Byte]], prettyName))
-    buffer
-  }
-
-  override def merge(buffer: SketchUnion, other: SketchUnion): SketchUnion = {
-    if (other.sketch != null) add(buffer, other.sketch)
-    buffer
-  }
-
-  private def add(buffer: SketchUnion, s: WindowCountSketch): Unit =
-    if (buffer.sketch == null) {
-      buffer.sketch = s
-    } else {
-      // Different parameters, or bytes of the time-ordered kind, which cannot merge.
-      try buffer.sketch.merge(s)
-      catch {
-        case e @ (_: IllegalArgumentException | _: UnsupportedOperationException) =>
-          throw new IllegalArgumentException(s"$prettyName: ${e.getMessage}", e)
-      }
-    }
-
-  override def eval(buffer: SketchUnion): Any =
-    if (buffer.sketch == null) null else SketchFormat.serialize(buffer.sketch)
-
-  // An empty union travels as zero bytes; a sketch never has fewer than 30.
-  override def serialize(buffer: SketchUnion): Array[Byte] =
-    if (buffer.sketch == null) Array.emptyByteArray else SketchFormat.serialize(buffer.sketch)
-
-  override def deserialize(bytes: Array[Byte]): SketchUnion =
-    new SketchUnion(if (bytes.isEmpty) null else SketchInput.read(bytes, prettyName))
-
-  override def dataType: DataType = BinaryType
-
-  override def nullable: Boolean = true
+  // Different parameters, or bytes of the time-ordered kind, which cannot merge.
+  override protected def mergeInto(into: WindowCountSketch, other: WindowCountSketch): Unit =
+    into.merge(other)
 
   override protected def withNewChildInternal(newChild: Expression): WindowSketchMerge =
     copy(sketch = newChild)
@@ -196,10 +230,14 @@ object WindowSketchMerge {
  * ts) and `sub_window` long (default: the sketch's window). Arguments left out are NULL
  * literals of type NULL, which is what the shorter SQL forms pass.
  */
-abstract class SketchQuery extends TernaryExpression with CodegenFallback {
+abstract class SketchQuery[S <: SketchAxis] extends TernaryExpression with CodegenFallback {
   def sketch: Expression
   def asOf: Expression
   def subWindow: Expression
+
+  /** The aggregate that makes this kind of sketch, for messages. */
+  protected def maker: String
+  protected def read(bytes: Array[Byte]): S
 
   override def first: Expression = sketch
   override def second: Expression = asOf
@@ -220,18 +258,22 @@ abstract class SketchQuery extends TernaryExpression with CodegenFallback {
         1, "(\"TIMESTAMP\" or \"TIMESTAMP_NTZ\" or \"DATE\" or an integral type)", asOf)
       else WindowArguments.windowLength(subWindow, asOf, "sub_window", "as_of")
         .left.getOrElse(TypeCheckSuccess)
-    Seq(SketchInput.checkBinary(sketch), asOfCheck, subWindowCheck)
+    Seq(SketchInput.checkBinary(sketch, maker), asOfCheck, subWindowCheck)
       .find(_.isFailure).getOrElse(TypeCheckSuccess)
   }
 
   override def nullable: Boolean = sketch.nullable || (asOfGiven && asOf.nullable)
 
-  /** (estimate, lower, upper) of the sketch in the queried window, or null. */
-  protected def query(input: InternalRow): Array[Long] = {
+  /**
+   * The row's sketch with the window asked of it: `Some((end, length))` on the sketch's
+   * time axis, checked against the sketch, or None when `as_of` is not given (the window
+   * ending at the sketch's `now`). Null when the sketch or `as_of` is NULL.
+   */
+  protected def sketchAndWindow(input: InternalRow): (S, Option[(Long, Long)]) = {
     val bytes = sketch.eval(input)
     if (bytes == null) return null
-    val s = SketchInput.read(bytes.asInstanceOf[Array[Byte]], prettyName)
-    if (!asOfGiven) return s.bounds
+    val s = read(bytes.asInstanceOf[Array[Byte]])
+    if (!asOfGiven) return (s, None)
     val end = asOf.eval(input)
     if (end == null) return null
     val temporal = WindowArguments.isTemporal(asOf.dataType)
@@ -252,13 +294,29 @@ abstract class SketchQuery extends TernaryExpression with CodegenFallback {
       throw new IllegalArgumentException(
         s"$prettyName: sub_window ${subWindow.sql} is longer than the sketch's window")
     }
-    s match {
-      case d: DyadicWindowSketch => d.boundsAt(t, length)
-      case other if length == other.window => other.update(t, isEvent = false); other.bounds
+    (s, Some((t, length)))
+  }
+}
+
+/** Queries of count sketches (window_sketch): (estimate, lower, upper) in the window. */
+abstract class CountSketchQuery extends SketchQuery[WindowCountSketch] {
+  override protected def maker: String = WindowSketchAgg.Name
+
+  override protected def read(bytes: Array[Byte]): WindowCountSketch =
+    SketchInput.read(bytes, prettyName)
+
+  /** (estimate, lower, upper) of the sketch in the queried window, or null. */
+  protected def query(input: InternalRow): Array[Long] =
+    sketchAndWindow(input) match {
+      case null => null
+      case (s, None) => s.bounds
+      case (d: DyadicWindowSketch, Some((t, length))) => d.boundsAt(t, length)
+      case (other, Some((t, length))) if length == other.window =>
+        other.update(t, isEvent = false)
+        other.bounds
       case _ => throw new IllegalArgumentException(
         s"$prettyName: sub-window queries need a sketch made by window_sketch")
     }
-  }
 }
 
 // scalastyle:off line.size.limit
@@ -289,7 +347,7 @@ abstract class SketchQuery extends TernaryExpression with CodegenFallback {
   since = "0.1.0")
 // scalastyle:on line.size.limit
 case class WindowSketchEstimate(sketch: Expression, asOf: Expression, subWindow: Expression)
-  extends SketchQuery {
+  extends CountSketchQuery {
 
   def this(sketch: Expression, asOf: Expression) = this(sketch, asOf, Literal(null, NullType))
 
@@ -332,7 +390,7 @@ object WindowSketchEstimate {
   since = "0.1.0")
 // scalastyle:on line.size.limit
 case class WindowSketchBounds(sketch: Expression, asOf: Expression, subWindow: Expression)
-  extends SketchQuery {
+  extends CountSketchQuery {
 
   def this(sketch: Expression, asOf: Expression) = this(sketch, asOf, Literal(null, NullType))
 
