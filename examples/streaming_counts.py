@@ -1,11 +1,13 @@
-"""Structured Streaming: 404s in the last hour, per host, kept in a tiny mergeable state.
+"""Structured Streaming: 404s and distinct clients in the last hour, per host, kept in a
+small mergeable state.
 
     python examples/streaming_counts.py INPUT_DIR CHECKPOINT_DIR
 
-reads the JSON lines that land in INPUT_DIR ({"host": ..., "ts": ..., "status": ...}),
-keeps one window sketch per host in the state store (a few hundred bytes, where Spark's
-exact sliding-window aggregation keeps one state row per host per slide) and prints the
-updated counts of each micro-batch. Stop it and start it again with the same
+reads the JSON lines that land in INPUT_DIR ({"host": ..., "ts": ..., "status": ...,
+"client": ...}), keeps one window sketch and one sliding HyperLogLog per host in the state
+store (where Spark's exact sliding-window aggregation keeps one state row per host per
+slide, and an exact distinct count every client of the window) and prints the updated
+counts of each micro-batch. Stop it and start it again with the same
 CHECKPOINT_DIR: it carries on where it stopped, nothing lost, nothing counted twice.
 """
 from __future__ import annotations
@@ -16,9 +18,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import windowsketch
-from windowsketch.functions import approx_window_count
+from windowsketch.functions import approx_window_count, approx_window_count_distinct
 
-SCHEMA = "host STRING, ts TIMESTAMP, status INT"
+SCHEMA = "host STRING, ts TIMESTAMP, status INT, client STRING"
 
 
 def start(spark, input_dir: str, checkpoint_dir: str, on_batch, available_now: bool = False):
@@ -27,6 +29,8 @@ def start(spark, input_dir: str, checkpoint_dir: str, on_batch, available_now: b
               .groupBy("host")
               .agg(approx_window_count(F.col("status") == 404, "ts", "1 hour", eps=0.01)
                    .alias("errors_last_hour"),
+                   approx_window_count_distinct("client", "ts", "1 hour")
+                   .alias("clients_last_hour"),
                    F.max("ts").alias("as_of")))
     writer = (counts.writeStream.outputMode("update")
               .option("checkpointLocation", checkpoint_dir)
@@ -40,7 +44,8 @@ def main(input_dir: str, checkpoint_dir: str) -> None:
     spark = windowsketch.configure(SparkSession.builder.appName("windowsketch-streaming")) \
         .getOrCreate()
     query = start(spark, input_dir, checkpoint_dir,
-                  lambda rows: [print(r.host, r.as_of, r.errors_last_hour) for r in rows])
+                  lambda rows: [print(r.host, r.as_of, r.errors_last_hour, r.clients_last_hour)
+                                for r in rows])
     query.awaitTermination()
 
 

@@ -55,6 +55,26 @@ SCRIPT = textwrap.dedent("""
     assert row.n == 4 and tuple(row.b) == (3, 3, 3), row  # {30, 33, 36, 39}; {33, 36, 39}
     print("CONNECT SKETCHES OK", len(rows))
 
+    # Distinct counts and their sketch columns: what approx_count_distinct gives over the
+    # same rows (the last 10 positions of a key are its last 5 rows).
+    from pyspark.sql import functions as F
+    from windowsketch.functions import (approx_window_count_distinct, window_distinct_sketch,
+                                        window_distinct_sketch_estimate,
+                                        window_distinct_sketch_merge)
+    distinct = df.select(
+        approx_window_count_distinct(F.col("pos") % 7, "pos", 10).over(w_pos).alias("ours"),
+        F.approx_count_distinct(F.col("pos") % 7).over(w_pos.rowsBetween(-4, 0)).alias("spark"),
+    ).collect()
+    assert all(r.ours == r.spark for r in distinct) and max(r.ours for r in distinct) >= 4
+    m = (df.groupBy("key").agg(window_distinct_sketch("pos", "pos", 12).alias("s"))
+         .agg(window_distinct_sketch_merge("s").alias("m")))
+    got = m.select(window_distinct_sketch_estimate("m").alias("n"),
+                   window_distinct_sketch_estimate("m", 45, 10).alias("later")).collect()[0]
+    want = [df.filter(f"pos > {lo} AND pos <= {hi}").agg(F.approx_count_distinct("pos"))
+            .collect()[0][0] for lo, hi in [(27, 39), (35, 45)]]
+    assert [got.n, got.later] == want and want[0] >= 10, (got, want)
+    print("CONNECT DISTINCT OK", len(distinct))
+
     try:
         windowsketch.register(spark)
     except RuntimeError as e:
@@ -76,5 +96,6 @@ def test_dataframe_function_under_spark_connect(tmp_path):
     with local_connect_port():
         out = run_in_own_process(SCRIPT, tmp_path)
     assert "CONNECT OK 40" in out and "CONNECT SKETCHES OK 40" in out
+    assert "CONNECT DISTINCT OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
     assert "SLIDING REFUSED: sliding_counts needs a classic SparkSession" in out

@@ -87,3 +87,28 @@ def test_sketch_columns(spark, api):
     for jcolumn, expression in cases:
         got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_sketch")
         assert got == want and want, (expression, got, want)
+
+
+def test_distinct_sketch_columns(spark, api):
+    f, col, lit, select, _ = api
+    sketch = spark.sql("SELECT window_distinct_sketch(q, ts, 12, 0.1) AS s FROM scala_api")
+    sketch.createOrReplaceTempView("scala_api_distinct")
+    for jcolumn in (f.window_distinct_sketch(col("q"), col("ts"), lit(12), lit(0.1)),
+                    f.window_distinct_sketch("q", "ts", 12, 0.1)):
+        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+    assert bytes(select(f.window_distinct_sketch(col("q"), col("ts"), lit(12)))) == bytes(
+        sql(spark, "window_distinct_sketch(q, ts, 12)"))
+    for jcolumn in (f.window_distinct_sketch_merge(col("s")),
+                    f.window_distinct_sketch_merge("s")):
+        assert bytes(select(jcolumn, sketch)) == bytes(
+            sql(spark, "window_distinct_sketch_merge(s)", "scala_api_distinct"))
+    s = col("s")
+    cases = [
+        (f.window_distinct_sketch_estimate(s), "window_distinct_sketch_estimate(s)"),
+        (f.window_distinct_sketch_estimate(s, lit(44)), "window_distinct_sketch_estimate(s, 44)"),
+        (f.window_distinct_sketch_estimate(s, lit(44), lit(6)),
+         "window_distinct_sketch_estimate(s, 44, 6)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_distinct")
+        assert got == want and want, (expression, got, want)

@@ -1,5 +1,6 @@
 """Structured Streaming with a checkpoint: stop, restart, and the counts carry on exactly
-(within the bound) over all events, nothing lost and nothing counted twice."""
+(within the bound) over all events, nothing lost and nothing counted twice; so do the
+distinct counts, which equal the batch aggregate's over every event."""
 from __future__ import annotations
 
 import datetime
@@ -10,6 +11,7 @@ import os
 import numpy as np
 
 from conftest import ROOT, run_in_own_process
+from windowsketch.functions import approx_window_count_distinct
 
 EXAMPLE = os.path.join(ROOT, "examples", "streaming_counts.py")
 
@@ -23,31 +25,41 @@ def load_example():
 
 def write_batch(directory, name, rows):
     with open(os.path.join(directory, name), "w") as f:
-        for host, ts, status in rows:
-            f.write(json.dumps({"host": host, "ts": ts.isoformat(), "status": status}) + "\n")
+        for host, ts, status, client in rows:
+            f.write(json.dumps({"host": host, "ts": ts.isoformat(), "status": status,
+                                "client": client}) + "\n")
 
 
 def make_events(rng, n, start):
     """Events in shuffled order: late arrivals within and across files."""
     seconds = rng.integers(0, 2 * 3600, n)
     rows = [(f"h{int(h)}", start + datetime.timedelta(seconds=int(s)),
-             404 if rng.random() < 0.3 else 200)
-            for h, s in zip(rng.integers(0, 5, n), seconds)]
+             404 if rng.random() < 0.3 else 200, f"c{int(c)}")
+            for h, s, c in zip(rng.integers(0, 5, n), seconds, rng.integers(0, 400, n))]
     return [rows[i] for i in rng.permutation(n)]
 
 
 def exact_last_hour(rows):
     latest = {}
-    for host, ts, _ in rows:
+    for host, ts, _, _ in rows:
         latest[host] = max(latest.get(host, ts), ts)
-    return {host: sum(1 for h, ts, s in rows
+    return {host: sum(1 for h, ts, s, _ in rows
                       if h == host and s == 404 and ts >= now - datetime.timedelta(hours=1))
             for host, now in latest.items()}
 
 
+def batch_distinct_last_hour(spark, rows):
+    """The batch aggregate over every event: the same registers a correct stream holds."""
+    df = spark.createDataFrame([(h, ts, c) for h, ts, _, c in rows],
+                               "host STRING, ts TIMESTAMP, client STRING")
+    return dict(df.groupBy("host").agg(
+        approx_window_count_distinct("client", "ts", "1 hour")).collect())
+
+
 def run_until_caught_up(spark, example, source, checkpoint, seen):
     query = example.start(spark, source, checkpoint,
-                          lambda rows: seen.update({r.host: r.errors_last_hour for r in rows}),
+                          lambda rows: seen.update(
+                              {r.host: (r.errors_last_hour, r.clients_last_hour) for r in rows}),
                           available_now=True)
     query.awaitTermination(600)
     assert query.exception() is None
@@ -66,7 +78,8 @@ spark = windowsketch.configure(
     .config("spark.sql.session.timeZone", "UTC")).getOrCreate()
 seen = {{}}
 query = example.start(spark, {source!r}, {checkpoint!r},
-                      lambda rows: seen.update({{r.host: r.errors_last_hour for r in rows}}),
+                      lambda rows: seen.update(
+                          {{r.host: (r.errors_last_hour, r.clients_last_hour) for r in rows}}),
                       available_now=True)
 query.awaitTermination(600)
 assert query.exception() is None
@@ -92,19 +105,27 @@ def test_counts_survive_a_restart_from_the_checkpoint(spark, tmp_path):
     run_until_caught_up(spark, example, source, checkpoint, seen)
     before = exact_last_hour(first)
     for host, exact in before.items():
-        assert abs(seen[host] - exact) <= 0.01 * exact, (host, seen[host], exact)
+        assert abs(seen[host][0] - exact) <= 0.01 * exact, (host, seen[host], exact)
+    assert {h: d for h, (_, d) in seen.items()} == batch_distinct_last_hour(spark, first)
 
     for i, chunk in enumerate(np.array_split(np.arange(len(second)), 3)):
         write_batch(source, f"b{i}.json", [second[j] for j in chunk])
     # A new process, as after a crash or a redeploy: only the checkpoint carries the state.
     out = run_in_own_process(RESTART.format(example=EXAMPLE, source=source,
                                             checkpoint=checkpoint), tmp_path)
-    seen.update(json.loads(out.split("SEEN ", 1)[1].splitlines()[0]))
+    seen.update({h: tuple(v) for h, v in
+                 json.loads(out.split("SEEN ", 1)[1].splitlines()[0]).items()})
 
     after = exact_last_hour(first + second)
     assert all(after[h] > exact_last_hour(second)[h] + 20 for h in after)
     for host, exact in after.items():
-        assert abs(seen[host] - exact) <= 0.01 * exact, (host, seen[host], exact)
+        assert abs(seen[host][0] - exact) <= 0.01 * exact, (host, seen[host], exact)
     assert min(after.values()) > 50
+    # Distinct clients: the batch answer over both waves, so neither wave was lost or
+    # doubled; the waves' windows differ, so an answer from one wave alone would show.
+    distinct_after = batch_distinct_last_hour(spark, first + second)
+    assert {h: d for h, (_, d) in seen.items()} == distinct_after
+    assert distinct_after != batch_distinct_last_hour(spark, second)
+    assert min(distinct_after.values()) > 200
     print(f"\nstreaming restart: per-host exact {sorted(after.items())}, "
           f"approx {sorted(seen.items())}")

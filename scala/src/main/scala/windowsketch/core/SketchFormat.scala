@@ -74,19 +74,22 @@ object SketchFormat {
    * pair of every register) and its rank.
    */
   def serializeDistinct(s: SlidingHyperLogLog): Array[Byte] = {
+    // A byte per register, then room to grow: counting the pairs first would cost a pass.
     val out = header(KindDistinct, s.window, s.rsd, s.hasTime, s.microsecondTime, s.now,
-      4 * s.pairCount + s.m)
+      2 * s.m)
     var j = 0
     while (j < s.m) {
-      val values = s.windowPairs(j)
-      out.varint(values.length / 2)
+      val first = s.firstInWindow(j)
+      val last = s.ends(j) - 1
+      out.varint(last - first + 1)
       var previous = s.now
-      var i = values.length - 2
-      while (i >= 0) {
-        out.varint(previous - values(i))
-        out.byte(values(i + 1).toInt)
-        previous = values(i)
-        i -= 2
+      var i = last
+      while (i >= first) {
+        val t = s.times(j)(i)
+        out.varint(previous - t)
+        out.byte(s.ranks(j)(i))
+        previous = t
+        i -= 1
       }
       j += 1
     }
@@ -113,8 +116,9 @@ object SketchFormat {
       if (n < 0 || n > maxRank || (n > 0 && !h.hasTime)) {
         throw new CorruptSketchException(s"invalid pair count $n in register $j")
       }
-      val times = new Array[Long](math.max(4, n.toInt))
-      val ranks = new Array[Byte](math.max(4, n.toInt))
+      // Most registers of a small sketch are empty: arrays only for those with pairs.
+      val times = if (n == 0) null else new Array[Long](math.max(4, n.toInt))
+      val ranks = if (n == 0) null else new Array[Byte](math.max(4, n.toInt))
       var age = 0L
       var i = n.toInt - 1
       while (i >= 0) { // newest first: ages grow and ranks grow, strictly after the first
@@ -369,6 +373,10 @@ private[core] final class ByteReader(bytes: Array[Byte], end: Int) {
   }
 
   def varint(): Long = {
+    if (pos < end && bytes(pos) >= 0) { // one byte: the common case, zero pair counts above all
+      pos += 1
+      return bytes(pos - 1)
+    }
     var v = 0L
     var shift = 0
     var b = 0

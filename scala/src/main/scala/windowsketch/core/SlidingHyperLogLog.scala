@@ -41,10 +41,12 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   private var zeros: Int = m
   // While ordered: a min-heap of the registers that hold pairs, keyed by their oldest
   // pair's time, so expiry finds the next register to change in O(1) and fixes it in
-  // O(log m); m entries at most, whatever the window holds.
-  private val heap = new Array[Int](m)
-  private val heapKeys = new Array[Long](m) // each entry's oldest time, next to it for speed
-  private val heapPosition = Array.fill(m)(-1)
+  // O(log m); m entries at most, whatever the window holds. The heap grows with the
+  // registers in use, so a sketch of a few values (a GROUP BY key) stays small.
+  private var heap = new Array[Int](8)
+  private var heapKeys = new Array[Long](8) // each entry's oldest time, next to it for speed
+  // Per register, its heap position plus one; 0: not in the heap.
+  private val heapSlot = new Array[Int](m)
   private var heapSize = 0
 
   def hasTime: Boolean = seenAny
@@ -132,11 +134,11 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
     out
   }
 
-  /** Pairs held, a measure of the state's size. */
+  /** Pairs held inside the window, a measure of the state's size. */
   def pairCount: Int = {
     var n = 0
     var j = 0
-    while (j < m) { n += windowPairs(j).length / 2; j += 1 }
+    while (j < m) { n += ends(j) - firstInWindow(j); j += 1 }
     n
   }
 
@@ -144,10 +146,16 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   private def isExpired(ts: Long): Boolean =
     java.lang.Long.compareUnsigned(nowTs - ts, window) >= 0
 
-  /** The rank of register j's oldest pair inside the window, 0 if none. */
-  private def windowValue(j: Int): Int = {
+  /** The index of register j's oldest pair inside the window (`ends(j)` if none). */
+  private[core] def firstInWindow(j: Int): Int = {
     var i = starts(j)
     while (i < ends(j) && isExpired(times(j)(i))) i += 1
+    i
+  }
+
+  /** The rank of register j's oldest pair inside the window, 0 if none. */
+  private def windowValue(j: Int): Int = {
+    val i = firstInWindow(j)
     if (i < ends(j)) ranks(j)(i) else 0
   }
 
@@ -257,22 +265,26 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
 
   /** Register j's oldest pair changed (or it has none left): its place in the heap too. */
   private def headChanged(j: Int): Unit = {
-    val at = heapPosition(j)
+    val at = heapSlot(j) - 1
     if (starts(j) >= ends(j)) {
       if (at >= 0) {
         heapSize -= 1
-        heapPosition(j) = -1
+        heapSlot(j) = 0
         if (at < heapSize) {
           heap(at) = heap(heapSize)
           heapKeys(at) = heapKeys(heapSize)
-          heapPosition(heap(at)) = at
+          heapSlot(heap(at)) = at + 1
           siftDown(siftUp(at))
         }
       }
     } else if (at < 0) {
+      if (heapSize == heap.length) {
+        heap = java.util.Arrays.copyOf(heap, math.min(m, 2 * heap.length))
+        heapKeys = java.util.Arrays.copyOf(heapKeys, heap.length)
+      }
       heap(heapSize) = j
       heapKeys(heapSize) = times(j)(starts(j))
-      heapPosition(j) = heapSize
+      heapSlot(j) = heapSize + 1
       heapSize += 1
       siftUp(heapSize - 1)
     } else {
@@ -311,18 +323,8 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
     val k = heapKeys(a)
     heapKeys(a) = heapKeys(b)
     heapKeys(b) = k
-    heapPosition(heap(a)) = a
-    heapPosition(heap(b)) = b
-  }
-
-  /** Register j's pairs inside the window, oldest first, as (time, rank) longs. */
-  private[core] def windowPairs(j: Int): Array[Long] = {
-    var i = starts(j)
-    while (i < ends(j) && isExpired(times(j)(i))) i += 1
-    val out = new Array[Long](2 * (ends(j) - i))
-    var k = 0
-    while (i < ends(j)) { out(k) = times(j)(i); out(k + 1) = ranks(j)(i); k += 2; i += 1 }
-    out
+    heapSlot(heap(a)) = a + 1
+    heapSlot(heap(b)) = b + 1
   }
 
   private[core] def restoreRegister(j: Int, t: Array[Long], r: Array[Byte], n: Int): Unit = {
