@@ -18,14 +18,15 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     assert result.returncode == 0, result.stderr[-4000:]
     report = (out / "report.md").read_text()
     for section in ("Core throughput", "Running windows", "Distinct values in running windows",
-                    "GROUP BY", "State size", "Accuracy",
+                    "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
+                    "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn", "Scaling"):
         assert f"## {section}" in report
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
-        "core", "window", "distinct", "groupby", "state", "accuracy", "streaming", "live",
-        "scaling"}
+        "core", "window", "distinct", "distinct groupby", "distinct state", "groupby", "state",
+        "accuracy", "streaming", "live", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     # Window queries sort and the exact GROUP BY hashes and joins, all in memory Spark
     # manages: a zero there would mean the status-store lookup missed the query's tasks.

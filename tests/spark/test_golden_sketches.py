@@ -42,6 +42,15 @@ SKETCHES = {
                  "window_sketch(v, pos, 10000000, 0.0001)",
                  [(None, None), ("CAST(2100000 AS BIGINT)", "40000"),
                   ("CAST(2100000 AS BIGINT)", "1000000")]),
+    # Distinct-count sketches (kind 3): the values are the rows' positions, folded.
+    "distinct_time": ("rows", "window_distinct_sketch(pos % 1999, ts, INTERVAL 1 DAY, 0.05)",
+                      TIME_QUERIES),
+    "distinct_positions": ("rows", "window_distinct_sketch(pos * 31 % 9973, pos, 1000, 0.02)",
+                           [(None, None), (f"{MAX_POS} + 300", None), (MAX_POS, "100"),
+                            (f"{MAX_POS} + 600", "800")]),
+    "distinct_merged": ("(SELECT key, window_distinct_sketch(pos % 1999, ts, INTERVAL 1 DAY, "
+                        "0.05) AS s FROM rows WHERE key > 0 GROUP BY key)",
+                        "window_distinct_sketch_merge(s)", TIME_QUERIES),
 }
 
 
@@ -66,11 +75,17 @@ def written_bytes(spark, name: str) -> bytes:
 
 
 def answers(spark, blob: bytes, name: str) -> list[list[int]]:
+    """Per recorded query: [estimate, lower, upper] of a count sketch, [estimate] of a
+    distinct-count sketch."""
     out = []
     for as_of, sub_window in SKETCHES[name][2]:
         args = ", ".join(a for a in (f"X'{blob.hex()}'", as_of, sub_window) if a)
-        b = spark.sql(f"SELECT window_sketch_bounds({args}) AS b").collect()[0].b
-        out.append([b.estimate, b.lower, b.upper])
+        if name.startswith("distinct"):
+            out.append([spark.sql(f"SELECT window_distinct_sketch_estimate({args})")
+                        .collect()[0][0]])
+        else:
+            b = spark.sql(f"SELECT window_sketch_bounds({args}) AS b").collect()[0].b
+            out.append([b.estimate, b.lower, b.upper])
     return out
 
 
@@ -124,6 +139,24 @@ def test_recorded_answers_hold_the_bound_against_exact(spark, golden_answers, na
     """The recorded answers are right, not just stable."""
     assert_answers_hold(spark, golden_answers["sketches"][name], SKETCHES[name][2], rows,
                         column, window, eps)
+
+
+@pytest.mark.parametrize("name, rows, x, column, window, rsd", [
+    ("distinct_time", "rows", "pos % 1999", "ts", "INTERVAL 1 DAY", 0.05),
+    ("distinct_positions", "rows", "pos * 31 % 9973", "pos", "1000", 0.02),
+    ("distinct_merged", "(SELECT * FROM rows WHERE key > 0)", "pos % 1999", "ts",
+     "INTERVAL 1 DAY", 0.05)])
+def test_recorded_distinct_answers_are_approx_count_distinct(spark, golden_answers, name, rows,
+                                                             x, column, window, rsd):
+    """Each recorded distinct count is what approx_count_distinct gives over its window."""
+    temporal = column == "ts"
+    for (as_of, sub_window), [got] in zip(SKETCHES[name][2], golden_answers["sketches"][name]):
+        end = as_of or f"(SELECT max({column}) FROM {rows})"
+        length = sub_window or window
+        start = f"{column} >= {end} - {length}" if temporal else f"{column} > {end} - {length}"
+        want = spark.sql(f"SELECT approx_count_distinct({x}, {rsd}) FROM {rows} "
+                         f"WHERE {column} <= {end} AND {start}").collect()[0][0]
+        assert got == want and want > 10, (name, as_of, sub_window, got, want)
 
 
 def test_stored_sketches_merge_with_new_ones(spark, golden_answers):

@@ -99,7 +99,7 @@ private[windowsketch] object SketchInput {
       errorSubClass = "UNEXPECTED_INPUT_TYPE",
       messageParameters = Map(
         "paramIndex" -> QueryErrors.paramIndex(0),
-        "requiredType" -> s"\"BINARY\" (a sketch made by $maker)",
+        "requiredType" -> ("\"BINARY\" (a sketch made by " + maker + ")"),
         "inputSql" -> QueryErrors.toSQLExpr(sketch),
         "inputType" -> QueryErrors.toSQLType(sketch.dataType)))
 }
