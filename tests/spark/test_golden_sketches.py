@@ -8,78 +8,78 @@ when the format version changes; old files must then still read.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GOLDEN = os.path.join(ROOT, "tests", "golden")
-ANSWERS = os.path.join(GOLDEN, "answers.json")
+if __name__ == "__main__":  # run as the writer: the shared helpers sit beside conftest.py
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from golden_sketches import (ANSWERS, GOLDEN, SKETCHES, Query, golden_rows, load_golden,
+                             micros_of_pos)
 
 MAX_TS = "(SELECT max(ts) FROM rows)"
 MAX_POS = "(SELECT max(pos) FROM rows)"
-TIME_QUERIES = [(None, None), (f"{MAX_TS} + INTERVAL 2 HOURS", None),
-                (MAX_TS, "INTERVAL 1 HOUR"), (f"{MAX_TS} + INTERVAL 6 HOURS", "INTERVAL 12 HOURS")]
-
-# name -> (the rows, the aggregate over them, the (as_of, sub_window) queries recorded; None
-# is "not given"). Rows come from fixed seeds, in a single partition, so the aggregate sees
-# them in the same order, and writes the same bytes, on every run.
-SKETCHES = {
-    "positions": ("rows", "window_sketch(v, pos, 1000, 0.05)",
-                  [(None, None), (f"{MAX_POS} + 300", None), (MAX_POS, "100"),
-                   (f"{MAX_POS} + 600", "800")]),
-    "time": ("rows", "window_sketch(v, ts, INTERVAL 1 DAY, 0.01)", TIME_QUERIES),
-    # Keys 1 and 2 only: test_stored_sketches_merge_with_new_ones adds key 0.
-    "merged": ("(SELECT key, window_sketch(v, ts, INTERVAL 1 DAY, 0.01) AS s FROM rows "
-               "WHERE key > 0 GROUP BY key)", "window_sketch_merge(s)", TIME_QUERIES),
-    "empty": ("rows WHERE false", "window_sketch(v, pos, 10)",
-              [(None, None), ("CAST(5 AS BIGINT)", None)]),
-    "one_event": ("(SELECT true AS v, CAST(17 AS BIGINT) AS pos)", "window_sketch(v, pos, 5)",
-                  [(None, None), ("CAST(21 AS BIGINT)", None), ("CAST(22 AS BIGINT)", None)]),
-    "node_cap": ("(SELECT id % 3 = 0 AS v, id * 7 AS pos FROM range(0, 300000, 1, 1))",
-                 "window_sketch(v, pos, 10000000, 0.0001)",
-                 [(None, None), ("CAST(2100000 AS BIGINT)", "40000"),
-                  ("CAST(2100000 AS BIGINT)", "1000000")]),
-    # Distinct-count sketches (kind 3): the values are the rows' positions, folded.
-    "distinct_time": ("rows", "window_distinct_sketch(pos % 1999, ts, INTERVAL 1 DAY, 0.05)",
-                      TIME_QUERIES),
-    "distinct_positions": ("rows", "window_distinct_sketch(pos * 31 % 9973, pos, 1000, 0.02)",
-                           [(None, None), (f"{MAX_POS} + 300", None), (MAX_POS, "100"),
-                            (f"{MAX_POS} + 600", "800")]),
-    "distinct_merged": ("(SELECT key, window_distinct_sketch(pos % 1999, ts, INTERVAL 1 DAY, "
-                        "0.05) AS s FROM rows WHERE key > 0 GROUP BY key)",
-                        "window_distinct_sketch_merge(s)", TIME_QUERIES),
-}
 
 
 def register_rows(spark) -> None:
-    """4,000 rows over 3 keys: bursts, duplicates and a gap, positions and seconds."""
-    rng = np.random.default_rng(20260101)
-    n = 4000
-    pos = np.cumsum(rng.choice([0, 1, 1, 2, 5], n))
-    pos[n // 2:] += 50_000  # a gap longer than every window
-    v = rng.random(n) < 0.3
-    v[700:1100] = True
-    v[3000:3050] = False
-    rows = [(int(k), int(p), bool(e)) for k, p, e in zip(rng.integers(0, 3, n), pos, v)]
+    """The golden rows (tests/golden_sketches.py) as the view `rows`."""
+    keys, pos, v = golden_rows()
+    rows = [(int(k), int(p), bool(e)) for k, p, e in zip(keys, pos, v)]
     (spark.createDataFrame(rows, "key INT, pos BIGINT, v BOOLEAN").coalesce(1)
      .selectExpr("key", "pos", "timestamp_seconds(pos * 30) AS ts", "v")
      .createOrReplaceTempView("rows"))
 
 
+def sql_offset(offset) -> str:
+    if isinstance(offset, datetime.timedelta):
+        return f"INTERVAL {int(offset.total_seconds())} SECONDS"
+    return str(offset)
+
+
+def sql_arguments(name: str, query: Query) -> list[str]:
+    """The recorded query as window_sketch_bounds's (as_of [, sub_window]) arguments."""
+    temporal = SKETCHES[name].column == "ts"
+    if query.at is not None:
+        as_of = f"CAST({query.at} AS BIGINT)"
+    elif query.after is not None:
+        as_of = f"{MAX_TS if temporal else MAX_POS} + {sql_offset(query.after)}"
+    else:
+        return []
+    return [as_of] + ([] if query.sub_window is None else [sql_offset(query.sub_window)])
+
+
 def written_bytes(spark, name: str) -> bytes:
-    source, aggregate, _ = SKETCHES[name]
-    return bytes(spark.sql(f"SELECT {aggregate} AS s FROM {source}").collect()[0].s)
+    golden = SKETCHES[name]
+    if name.startswith("histogram"):
+        return histogram_bytes(spark, name)
+    return bytes(spark.sql(f"SELECT {golden.aggregate} AS s FROM {golden.source}")
+                 .collect()[0].s)
+
+
+def histogram_bytes(spark, name: str) -> bytes:
+    """A time-ordered histogram (kind 1) of the rows' events, written by the core."""
+    from windowsketch import _scala_object
+
+    replay = _scala_object(spark, "windowsketch.core.Replay")
+    window, eps = SKETCHES[name].aggregate.split(", ")
+    h = replay.histogram(int(window), float(eps))
+    _, pos, v = golden_rows()
+    ts = [micros_of_pos(p) for p in pos] if SKETCHES[name].column == "ts" else pos
+    getattr(h, "microsecondTime_$eq")(SKETCHES[name].column == "ts")
+    replay.insertAll(h, np.asarray(ts, dtype=">i8").tobytes(), v.astype(np.uint8).tobytes())
+    return bytes(_scala_object(spark, "windowsketch.core.SketchFormat").serialize(h))
 
 
 def answers(spark, blob: bytes, name: str) -> list[list[int]]:
     """Per recorded query: [estimate, lower, upper] of a count sketch, [estimate] of a
     distinct-count sketch."""
     out = []
-    for as_of, sub_window in SKETCHES[name][2]:
-        args = ", ".join(a for a in (f"X'{blob.hex()}'", as_of, sub_window) if a)
+    for query in SKETCHES[name].queries:
+        args = ", ".join([f"X'{blob.hex()}'", *sql_arguments(name, query)])
         if name.startswith("distinct"):
             out.append([spark.sql(f"SELECT window_distinct_sketch_estimate({args})")
                         .collect()[0][0]])
@@ -87,11 +87,6 @@ def answers(spark, blob: bytes, name: str) -> list[list[int]]:
             b = spark.sql(f"SELECT window_sketch_bounds({args}) AS b").collect()[0].b
             out.append([b.estimate, b.lower, b.upper])
     return out
-
-
-def load_golden(name: str) -> bytes:
-    with open(os.path.join(GOLDEN, f"{name}.bin"), "rb") as f:
-        return f.read()
 
 
 @pytest.fixture(scope="module")
@@ -116,47 +111,54 @@ def test_same_rows_write_the_same_bytes(spark, golden_answers, name):
     assert written_bytes(spark, name) == load_golden(name)
 
 
-def assert_answers_hold(spark, answered, queries, rows, column, window, eps):
+def query_window(name: str, query: Query, rows: str, window: str) -> tuple[str, str]:
+    """The SQL (end, length) of a recorded query's window over `rows`."""
+    column = SKETCHES[name].column
+    args = sql_arguments(name, query)
+    end = args[0] if args else f"(SELECT max({column}) FROM {rows})"
+    return end, args[1] if len(args) > 1 else window
+
+
+def assert_answers_hold(spark, answered, name, rows, window, eps):
     """Each (estimate, lower, upper) against the exact count of `rows` in its window."""
-    temporal = column == "ts"
-    for (as_of, sub_window), (est, lower, upper) in zip(queries, answered):
-        end = as_of or f"(SELECT max({column}) FROM {rows})"
-        length = sub_window or window
-        start = f"{column} >= {end} - {length}" if temporal else f"{column} > {end} - {length}"
+    column = SKETCHES[name].column
+    for query, (est, lower, upper) in zip(SKETCHES[name].queries, answered):
+        end, length = query_window(name, query, rows, window)
+        start = f"{column} >= {end} - {length}" if column == "ts" else f"{column} > {end} - {length}"
         exact = spark.sql(f"SELECT count_if(v AND {column} <= {end} AND {start}) AS n "
                           f"FROM {rows}").collect()[0].n
         assert exact > 0, "every recorded query covers events"
         assert lower <= exact <= upper and abs(est - exact) <= eps * exact, \
-            (as_of, sub_window, est, lower, upper, exact)
+            (query, est, lower, upper, exact)
 
 
-@pytest.mark.parametrize("name, rows, column, window, eps", [
-    ("positions", "rows", "pos", "1000", 0.05),
-    ("time", "rows", "ts", "INTERVAL 1 DAY", 0.01),
-    ("merged", "(SELECT * FROM rows WHERE key > 0)", "ts", "INTERVAL 1 DAY", 0.01)])
+@pytest.mark.parametrize("name, rows, window, eps", [
+    ("positions", "rows", "1000", 0.05),
+    ("time", "rows", "INTERVAL 1 DAY", 0.01),
+    ("merged", "(SELECT * FROM rows WHERE key > 0)", "INTERVAL 1 DAY", 0.01),
+    ("histogram_positions", "rows", "1000", 0.1),
+    ("histogram_time", "rows", "INTERVAL 1 DAY", 0.05)])
 def test_recorded_answers_hold_the_bound_against_exact(spark, golden_answers, name, rows,
-                                                       column, window, eps):
+                                                       window, eps):
     """The recorded answers are right, not just stable."""
-    assert_answers_hold(spark, golden_answers["sketches"][name], SKETCHES[name][2], rows,
-                        column, window, eps)
+    assert_answers_hold(spark, golden_answers["sketches"][name], name, rows, window, eps)
 
 
-@pytest.mark.parametrize("name, rows, x, column, window, rsd", [
-    ("distinct_time", "rows", "pos % 1999", "ts", "INTERVAL 1 DAY", 0.05),
-    ("distinct_positions", "rows", "pos * 31 % 9973", "pos", "1000", 0.02),
-    ("distinct_merged", "(SELECT * FROM rows WHERE key > 0)", "pos % 1999", "ts",
-     "INTERVAL 1 DAY", 0.05)])
+@pytest.mark.parametrize("name, rows, x, window, rsd", [
+    ("distinct_time", "rows", "pos % 1999", "INTERVAL 1 DAY", 0.05),
+    ("distinct_positions", "rows", "pos * 31 % 9973", "1000", 0.02),
+    ("distinct_merged", "(SELECT * FROM rows WHERE key > 0)", "pos % 1999", "INTERVAL 1 DAY",
+     0.05)])
 def test_recorded_distinct_answers_are_approx_count_distinct(spark, golden_answers, name, rows,
-                                                             x, column, window, rsd):
+                                                             x, window, rsd):
     """Each recorded distinct count is what approx_count_distinct gives over its window."""
-    temporal = column == "ts"
-    for (as_of, sub_window), [got] in zip(SKETCHES[name][2], golden_answers["sketches"][name]):
-        end = as_of or f"(SELECT max({column}) FROM {rows})"
-        length = sub_window or window
-        start = f"{column} >= {end} - {length}" if temporal else f"{column} > {end} - {length}"
+    column = SKETCHES[name].column
+    for query, [got] in zip(SKETCHES[name].queries, golden_answers["sketches"][name]):
+        end, length = query_window(name, query, rows, window)
+        start = f"{column} >= {end} - {length}" if column == "ts" else f"{column} > {end} - {length}"
         want = spark.sql(f"SELECT approx_count_distinct({x}, {rsd}) FROM {rows} "
                          f"WHERE {column} <= {end} AND {start}").collect()[0][0]
-        assert got == want and want > 10, (name, as_of, sub_window, got, want)
+        assert got == want and want > 10, (name, query, got, want)
 
 
 def test_stored_sketches_merge_with_new_ones(spark, golden_answers):
@@ -166,7 +168,7 @@ def test_stored_sketches_merge_with_new_ones(spark, golden_answers):
         SELECT window_sketch_merge(s) AS s FROM (
           SELECT window_sketch(v, ts, INTERVAL 1 DAY, 0.01) AS s FROM rows WHERE key = 0
           UNION ALL SELECT X'{stored.hex()}' AS s)""").collect()[0].s)
-    assert_answers_hold(spark, answers(spark, merged, "merged"), TIME_QUERIES, "rows", "ts",
+    assert_answers_hold(spark, answers(spark, merged, "merged"), "merged", "rows",
                         "INTERVAL 1 DAY", 0.01)
 
 

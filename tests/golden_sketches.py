@@ -1,0 +1,109 @@
+"""What the golden sketch files (tests/golden/) hold and which queries their answers record,
+shared by the JVM test (tests/spark/test_golden_sketches.py, which also writes them) and
+the pure-Python reader's test (tests/python/test_sketch.py). No Spark here."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from typing import NamedTuple, Union
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+ANSWERS = os.path.join(GOLDEN, "answers.json")
+
+Offset = Union[int, datetime.timedelta]
+
+
+class Query(NamedTuple):
+    """A recorded query: the window ends at the rows' largest ts (or pos) plus `after`,
+    at `at` when given, or at the sketch's own now when both are None; it is `sub_window`
+    long (None: the sketch's window)."""
+    after: Offset | None = None
+    sub_window: Offset | None = None
+    at: int | None = None
+
+
+HOUR = datetime.timedelta(hours=1)
+TIME_QUERIES = [Query(), Query(after=2 * HOUR), Query(after=0 * HOUR, sub_window=HOUR),
+                Query(after=6 * HOUR, sub_window=12 * HOUR)]
+POSITION_QUERIES = [Query(), Query(after=300), Query(after=0, sub_window=100),
+                    Query(after=600, sub_window=800)]
+
+
+class Golden(NamedTuple):
+    source: str       # the rows (SQL) the aggregate reads
+    aggregate: str    # the SQL aggregate that writes the sketch
+    column: str       # "ts" or "pos": the time axis of the queries
+    queries: list[Query]
+
+
+# name -> how it is written and queried. Rows come from fixed seeds, in a single
+# partition, so the aggregate sees them in the same order, and writes the same bytes, on
+# every run. Names starting "histogram" are kind 1, written by the core (no SQL aggregate
+# writes that kind: it is live counts' state); their aggregate field gives (window, eps).
+SKETCHES = {
+    "positions": Golden("rows", "window_sketch(v, pos, 1000, 0.05)", "pos", POSITION_QUERIES),
+    "time": Golden("rows", "window_sketch(v, ts, INTERVAL 1 DAY, 0.01)", "ts", TIME_QUERIES),
+    # Keys 1 and 2 only: test_stored_sketches_merge_with_new_ones adds key 0.
+    "merged": Golden("(SELECT key, window_sketch(v, ts, INTERVAL 1 DAY, 0.01) AS s FROM rows "
+                     "WHERE key > 0 GROUP BY key)", "window_sketch_merge(s)", "ts",
+                     TIME_QUERIES),
+    "empty": Golden("rows WHERE false", "window_sketch(v, pos, 10)", "pos",
+                    [Query(), Query(at=5)]),
+    "one_event": Golden("(SELECT true AS v, CAST(17 AS BIGINT) AS pos)",
+                        "window_sketch(v, pos, 5)", "pos", [Query(), Query(at=21), Query(at=22)]),
+    "node_cap": Golden("(SELECT id % 3 = 0 AS v, id * 7 AS pos FROM range(0, 300000, 1, 1))",
+                       "window_sketch(v, pos, 10000000, 0.0001)", "pos",
+                       [Query(), Query(at=2100000, sub_window=40000),
+                        Query(at=2100000, sub_window=1000000)]),
+    # Distinct-count sketches (kind 3): the values are the rows' positions, folded.
+    "distinct_time": Golden("rows", "window_distinct_sketch(pos % 1999, ts, INTERVAL 1 DAY, 0.05)",
+                            "ts", TIME_QUERIES),
+    "distinct_positions": Golden("rows",
+                                 "window_distinct_sketch(pos * 31 % 9973, pos, 1000, 0.02)",
+                                 "pos", POSITION_QUERIES),
+    "distinct_merged": Golden("(SELECT key, window_distinct_sketch(pos % 1999, ts, INTERVAL 1 "
+                              "DAY, 0.05) AS s FROM rows WHERE key > 0 GROUP BY key)",
+                              "window_distinct_sketch_merge(s)", "ts", TIME_QUERIES),
+    # Time-ordered histograms (kind 1) of the rows' events in pos order. Positions: a
+    # level is full (ceil(k/2) + 1 buckets); time: microseconds, one day.
+    "histogram_positions": Golden("rows", "1000, 0.1", "pos",
+                                  [Query(), Query(after=0, sub_window=1000), Query(after=700)]),
+    "histogram_time": Golden("rows", "86400000001, 0.05", "ts",
+                             [Query(), Query(after=20 * HOUR), Query(after=23 * HOUR)]),
+}
+
+
+def golden_rows() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The 4,000 rows (key, pos, v) over 3 keys: bursts, duplicates and a gap; the rows' ts
+    is pos * 30 seconds."""
+    rng = np.random.default_rng(20260101)
+    n = 4000
+    pos = np.cumsum(rng.choice([0, 1, 1, 2, 5], n))
+    pos[n // 2:] += 50_000  # a gap longer than every window
+    v = rng.random(n) < 0.3
+    v[700:1100] = True
+    v[3000:3050] = False
+    keys = rng.integers(0, 3, n)
+    return keys, pos, v
+
+
+def micros_of_pos(pos: int) -> int:
+    return int(pos) * 30 * 1_000_000
+
+
+def is_time(name: str) -> bool:
+    return SKETCHES[name].column == "ts"
+
+
+def load_golden(name: str) -> bytes:
+    with open(os.path.join(GOLDEN, f"{name}.bin"), "rb") as f:
+        return f.read()
+
+
+def load_answers() -> dict:
+    with open(ANSWERS) as f:
+        return json.load(f)
