@@ -1,0 +1,380 @@
+"""The pure-Python reader against the JVM, on random streams and merge trees built in the
+JVM: the same estimates and bounds for every as_of and sub-window tried, the same bytes
+for the same merges, and the same verdict (and message) on damaged bytes whose checksum
+was made to match. The HyperLogLog++ tables it carries are checked against Spark's own.
+
+Run as a script (`python tests/python/test_sketch_jvm.py --write-tables`) it rewrites
+python/windowsketch/_hllpp_tables.py from the running Spark.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import sys
+import textwrap
+import zlib
+
+import numpy as np
+import pytest
+
+from windowsketch import _hllpp_tables
+from windowsketch.sketch import InvalidSketchBytes, WindowSketch, merge_column
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+HELPER = "org.apache.spark.sql.catalyst.util.HyperLogLogPlusPlusHelper$"
+
+
+def spark_bias_tables(spark) -> dict:
+    """Spark's HLL++ tables for the precisions windowsketch uses (4 to 14), by reflection."""
+    jvm = spark.sparkContext._jvm
+    cls = jvm.java.lang.Class.forName(HELPER)
+    helper = cls.getField("MODULE$").get(None)
+
+    def field(name):
+        f = cls.getDeclaredField(name)
+        f.setAccessible(True)
+        return f.get(helper)
+    return {"RAW_ESTIMATE_DATA": tuple(tuple(float(x) for x in row)
+                                       for row in list(field("RAW_ESTIMATE_DATA"))[:11]),
+            "BIAS_DATA": tuple(tuple(float(x) for x in row)
+                               for row in list(field("BIAS_DATA"))[:11]),
+            "THRESHOLDS": tuple(float(x) for x in list(field("THRESHOLDS"))[:11]),
+            "K": int(helper.K())}
+
+
+def test_bias_tables_are_sparks(spark):
+    tables = spark_bias_tables(spark)
+    for name, value in tables.items():
+        assert getattr(_hllpp_tables, name) == value, name
+
+
+# -- streams ---------------------------------------------------------------------------
+
+def stream(seed: int, n: int, shape: str, spread: int) -> tuple[np.ndarray, np.ndarray]:
+    """Timestamps (any order) and events that stress the window edge."""
+    rng = np.random.default_rng(seed)
+    ts = np.sort(rng.integers(0, spread, n))
+    events = rng.random(n) < 0.4
+    if shape == "burst":  # a burst of events at one timestamp, then quiet
+        ts[n // 3: n // 2] = ts[n // 3]
+        events[n // 3: n // 2] = True
+    elif shape == "ones_then_zeros":
+        events[: n // 2] = True
+        events[n // 2:] = False
+    elif shape == "gaps":
+        ts[n // 2:] += spread
+    rng.shuffle(order := np.arange(n))
+    return ts[order], events[order]
+
+
+DYADIC_CASES = [
+    # seed, rows, shape, spread, window, eps
+    (1, 2000, "burst", 5000, 1000, 0.1),
+    (2, 3000, "ones_then_zeros", 10**6, 10**5, 0.01),
+    (3, 1500, "gaps", 20000, 7, 0.5),
+    (4, 4000, "plain", 10**9, 2**40, 0.05),
+    (5, 200, "plain", 100, 1, 0.2),
+    (6, 20000, "plain", 10**7, 10**7, 0.0001),  # the node cap coarsens the invariant
+]
+
+
+def queries(now: int, window: int, rng) -> list[tuple[int, int]]:
+    ends = [now, now + 1, now + window // 2, now + window - 1, now + window,
+            *(now + int(x) for x in rng.integers(0, 2 * window + 2, 5))]
+    lengths = sorted({1, window, max(1, window // 3), max(1, window - 1),
+                      *(int(x) for x in rng.integers(1, window + 1, 5))})
+    return [(end, length) for end in ends for length in lengths if end < 2**63]
+
+
+def longs(values) -> bytes:
+    return np.asarray(values, dtype=">i8").tobytes()
+
+
+@pytest.mark.parametrize("case", DYADIC_CASES, ids=lambda c: f"{c[2]}-w{c[4]}-eps{c[5]}")
+def test_dyadic_bounds_equal_the_jvms_for_every_window(sketches, case):
+    seed, n, shape, spread, window, eps = case
+    ts, events = stream(seed, n, shape, spread)
+    blob = bytes(sketches.format.serialize(sketches.dyadic(window, eps, ts, events)))
+    jvm = sketches.format.deserialize(blob)  # the JVM queries read bytes, as SQL does
+    python = WindowSketch.from_bytes(blob)
+    assert python.to_bytes() == blob
+    rng = np.random.default_rng(seed)
+    by_length: dict[int, list[int]] = {}
+    for end, length in queries(int(jvm.now()), window, rng):
+        by_length.setdefault(end, []).append(length)
+    for end, lengths in by_length.items():
+        want = sketches.sub_windows(jvm, end, lengths)
+        got = [python.bounds(as_of=end, sub_window=length) for length in lengths]
+        assert [tuple(row) for row in want.tolist()] == got, (end, lengths)
+
+
+def test_time_axis_queries_convert_as_sql_does(spark, sketches):
+    """A microsecond sketch queried with datetimes and timedeltas answers as the JVM does at
+    the matching (end, length): the window [as_of - sub_window, as_of] is w + 1 long."""
+    ts, events = stream(11, 3000, "burst", 3 * 86_400_000_000)
+    window = 86_400_000_001  # INTERVAL 1 DAY
+    d = sketches.dyadic(window, 0.02)
+    getattr(d, "microsecondTime_$eq")(True)
+    sketches.replay.insertAll(d, longs(ts), np.asarray(events, dtype=np.uint8).tobytes())
+    blob = bytes(sketches.format.serialize(d))
+    python = WindowSketch.from_bytes(blob)
+    assert python.window == datetime.timedelta(days=1) and python.time_unit == "microseconds"
+    now = int(d.now())
+    for hours_after, sub in [(0, datetime.timedelta(hours=3)), (5, datetime.timedelta(days=1)),
+                             (20, datetime.timedelta(minutes=17, microseconds=3))]:
+        end = now + hours_after * 3_600_000_000
+        length = sub // datetime.timedelta(microseconds=1) + 1
+        want = tuple(sketches.sub_windows(sketches.format.deserialize(blob), end, [length])[0])
+        as_of = EPOCH + datetime.timedelta(microseconds=end)
+        assert python.bounds(as_of=as_of, sub_window=sub) == want
+        # And SQL, through window_sketch_bounds, agrees.
+        row = spark.sql(f"SELECT window_sketch_bounds(X'{blob.hex()}', "
+                        f"timestamp_micros({end}), INTERVAL '{int(sub.total_seconds() * 10**6)}' "
+                        "MICROSECOND) AS b").collect()[0].b
+        assert (row.estimate, row.lower, row.upper) == want
+
+
+@pytest.mark.parametrize("window, eps", [(1000, 0.1), (50, 0.5), (10**6, 0.01)])
+def test_histogram_bounds_equal_the_jvms_at_every_as_of(sketches, window, eps):
+    ts, events = stream(window, 5000, "burst", 20 * window)
+    order = np.argsort(ts, kind="stable")
+    h = sketches.new(window, eps)
+    sketches.replay.insertAll(h, longs(ts[order]), np.asarray(events[order], np.uint8).tobytes())
+    blob = bytes(sketches.format.serialize(h))
+    python = WindowSketch.from_bytes(blob)
+    assert python.to_bytes() == blob
+    now = int(h.now())
+    for end in sorted({now, now + 1, now + window // 4, now + window // 2, now + window - 1,
+                       now + window, now + 2 * window}):
+        jvm = sketches.format.deserialize(blob)
+        jvm.update(end, False)
+        assert python.bounds(as_of=end) == (jvm.estimate(), jvm.lowerBound(), jvm.upperBound())
+
+
+DISTINCT_CASES = [
+    # seed, rows, values, spread, window, rsd
+    (21, 3000, 500, 5000, 1000, 0.05),
+    (22, 5000, 10**9, 10**6, 10**5, 0.02),
+    (23, 800, 40, 300, 7, 0.3),
+    (24, 20000, 10**6, 10**6, 10**6, 0.01),
+]
+
+
+def hashes(rng, n: int, values: int) -> np.ndarray:
+    """64-bit hashes of `values` distinct values (a fixed mix, as Spark's hash would be)."""
+    x = rng.integers(0, values, n).astype(np.uint64)
+    x = (x + np.uint64(0x9E3779B97F4A7C15)) * np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(31)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(29)
+    return x.astype(np.int64)
+
+
+def distinct_blob(sketches, seed, n, values, spread, window, rsd, rng=None) -> bytes:
+    rng = rng or np.random.default_rng(seed)
+    s = sketches.replay.distinct(window, float(rsd))
+    sketches.replay.addDistinct(s, longs(rng.integers(0, spread, n)),
+                                longs(hashes(rng, n, values)))
+    return bytes(sketches.format.serializeDistinct(s))
+
+
+@pytest.mark.parametrize("case", DISTINCT_CASES, ids=lambda c: f"w{c[4]}-rsd{c[5]}")
+def test_distinct_estimates_equal_sqls_for_every_window(spark, sketches, case):
+    seed, n, values, spread, window, rsd = case
+    blob = distinct_blob(sketches, *case)
+    python = WindowSketch.from_bytes(blob)
+    assert python.to_bytes() == blob
+    rng = np.random.default_rng(seed)
+    pairs = queries(python.now, window, rng)
+    for length in sorted({length for _, length in pairs}):
+        ends = [end for end, l in pairs if l == length]
+        rows = spark.sql(
+            f"SELECT a, window_distinct_sketch_estimate(X'{blob.hex()}', a, {length}) AS e "
+            f"FROM VALUES {', '.join(f'(CAST({e} AS BIGINT))' for e in ends)} AS t(a)").collect()
+        assert {(r.a, r.e) for r in rows} == \
+            {(end, python.estimate(as_of=end, sub_window=length)) for end in ends}, length
+    assert python.estimate() == spark.sql(
+        f"SELECT window_distinct_sketch_estimate(X'{blob.hex()}')").collect()[0][0]
+
+
+# -- merges ----------------------------------------------------------------------------
+
+def jvm_fold(sketches, blobs: list[bytes], distinct: bool = False) -> bytes:
+    """The JVM's window_sketch_merge over `blobs` in one partition: read the first, merge
+    the others into it in order, write."""
+    fmt = sketches.format
+    read = fmt.deserializeDistinct if distinct else fmt.deserialize
+    union = read(blobs[0])
+    for blob in blobs[1:]:
+        union.merge(read(blob))
+    return bytes(fmt.serializeDistinct(union) if distinct else fmt.serialize(union))
+
+
+def partials(sketches, seed: int, parts: int, n: int, window: int, eps: float,
+             spread: int) -> list[bytes]:
+    ts, events = stream(seed, n, "burst", spread)
+    owner = np.random.default_rng(seed).integers(0, parts, n)
+    return [bytes(sketches.format.serialize(
+        sketches.dyadic(window, eps, ts[owner == p], events[owner == p]))) for p in range(parts)]
+
+
+@pytest.mark.parametrize("seed, parts, n, window, eps, spread", [
+    (31, 2, 500, 1000, 0.1, 3000),
+    (32, 12, 20000, 10**5, 0.01, 10**6),    # partials past 64 nodes: compress mid-merge
+    (33, 30, 30000, 10**7, 0.0001, 10**7),  # the node cap during the merge
+    (34, 5, 3000, 50, 0.5, 10**4),          # partials mostly out of each other's window
+])
+def test_python_merges_of_jvm_partials_write_the_jvms_bytes(sketches, seed, parts, n, window,
+                                                            eps, spread):
+    blobs = partials(sketches, seed, parts, n, window, eps, spread)
+    want = jvm_fold(sketches, blobs)
+    merged = merge_column(blobs)
+    assert merged is not None and merged.to_bytes() == want
+    chained = WindowSketch.from_bytes(blobs[0])
+    for blob in blobs[1:]:
+        chained = chained.merge(WindowSketch.from_bytes(blob))
+    assert chained.to_bytes() == want
+    # A merged sketch answers as its bytes read back do.
+    back = WindowSketch.from_bytes(want)
+    now = back.now
+    for end, length in queries(now, window, np.random.default_rng(seed))[:40]:
+        assert chained.bounds(as_of=end, sub_window=length) == \
+            back.bounds(as_of=end, sub_window=length)
+
+
+@pytest.mark.parametrize("seed", [41, 42, 43])
+def test_random_merge_trees_write_the_same_bytes_at_every_node(sketches, seed):
+    rng = np.random.default_rng(seed)
+    eps = [0.2, 0.01, 0.0005][seed % 3]
+    level = partials(sketches, seed, 16, 8000, 10**5, eps, 10**6)
+    python_level = list(level)
+    while len(level) > 1:
+        next_level, next_python = [], []
+        i = 0
+        while i < len(level):
+            k = int(min(len(level) - i, rng.integers(1, 4)))
+            next_level.append(jvm_fold(sketches, level[i:i + k]))
+            merged = merge_column(python_level[i:i + k])
+            assert merged is not None
+            next_python.append(merged.to_bytes())
+            i += k
+        assert next_python == next_level
+        level, python_level = next_level, next_python
+
+
+def test_sql_merge_of_stored_sketches_in_one_partition_equals_pythons(spark, sketches):
+    blobs = partials(sketches, 51, 6, 6000, 10**4, 0.01, 10**5)
+    df = spark.createDataFrame([(i, b) for i, b in enumerate(blobs)], "i INT, s BINARY")
+    got = bytes(df.coalesce(1).sortWithinPartitions("i")
+                .selectExpr("window_sketch_merge(s) AS m").collect()[0].m)
+    merged = merge_column(blobs)
+    assert merged is not None and merged.to_bytes() == got
+
+
+@pytest.mark.parametrize("parts", [2, 7])
+def test_python_distinct_merges_write_the_jvms_bytes(sketches, parts):
+    rng = np.random.default_rng(parts)
+    blobs = [distinct_blob(sketches, 0, 3000, 2000, 10**5 * (1 + p % 3), 10**5, 0.05, rng)
+             for p in range(parts)]
+    want = jvm_fold(sketches, blobs, distinct=True)
+    merged = merge_column(blobs)
+    assert merged is not None and merged.to_bytes() == want
+    back = WindowSketch.from_bytes(want)
+    for end, length in queries(back.now, 10**5, rng)[:30]:
+        assert merged.estimate(as_of=end, sub_window=length) == \
+            back.estimate(as_of=end, sub_window=length)
+
+
+# -- damaged bytes ---------------------------------------------------------------------
+
+def java_message(message: str) -> str:
+    """A JVM message with its doubles written as Python writes them (1.0E-5 -> 1e-05)."""
+    return re.sub(r"(?<=eps=|rsd=)\S+|(?<=invalid invariant parameter )\S+",
+                  lambda m: repr(float(m.group(0).rstrip(","))) +
+                  ("," if m.group(0).endswith(",") else ""), message)
+
+
+def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sketches):
+    """Random byte changes behind a recomputed checksum: the structure is all that is left
+    to catch them. Python refuses exactly what the JVM refuses, with its message, and reads
+    the rest to the same bytes."""
+    rng = np.random.default_rng(61)
+    h = sketches.new(100, 0.2)
+    ts = np.sort(rng.integers(0, 300, 400))
+    sketches.replay.insertAll(h, longs(ts), (rng.random(400) < 0.5).astype(np.uint8).tobytes())
+    sources = [bytes(sketches.format.serialize(h)),
+               *partials(sketches, 62, 2, 600, 1000, 0.1, 3000),
+               distinct_blob(sketches, 63, 300, 100, 500, 100, 0.3)]
+    verdicts = {"refused": 0, "read": 0}
+    for trial in range(1500):
+        source = sources[trial % len(sources)]
+        body = bytearray(source[:-4])
+        for _ in range(int(rng.integers(1, 3))):
+            at = int(rng.integers(2, len(body)))
+            body[at] = int(rng.integers(0, 256)) if rng.random() < 0.5 else body[at] ^ 1
+        blob = bytes(body) + zlib.crc32(body).to_bytes(4, "big")
+        distinct = blob[2] == 3
+        try:
+            jvm = (sketches.format.deserializeDistinct(blob) if distinct
+                   else sketches.format.deserialize(blob))
+        except Exception as e:  # py4j's error, or pyspark's conversion of it
+            thrown = getattr(e, "_origin", None) or getattr(e, "java_exception", None)
+            if thrown is None:
+                raise
+            want = java_message(str(thrown.getMessage()))
+            assert thrown.getClass().getSimpleName() == "CorruptSketchException", want
+            with pytest.raises(InvalidSketchBytes) as refused:
+                WindowSketch.from_bytes(blob)
+            assert str(refused.value) == want
+            verdicts["refused"] += 1
+            continue
+        python = WindowSketch.from_bytes(blob)
+        written = (sketches.format.serializeDistinct(jvm) if distinct
+                   else sketches.format.serialize(jvm))
+        assert python.to_bytes() == bytes(written)
+        verdicts["read"] += 1
+    assert verdicts["refused"] > 500 and verdicts["read"] > 50, verdicts
+
+
+def write_tables(spark) -> None:
+    """Rewrites python/windowsketch/_hllpp_tables.py from this Spark's tables."""
+    tables = spark_bias_tables(spark)
+
+    def rows(name: str) -> str:
+        out = [f"{name}: tuple[tuple[float, ...], ...] = ("]
+        for p, row in enumerate(tables[name], start=4):
+            out.append(f"    # precision {p}")
+            out.extend(textwrap.wrap("(" + ", ".join(repr(x) for x in row) + "),", width=95,
+                                     initial_indent="    ", subsequent_indent="     "))
+        return "\n".join(out + [")"])
+    with open(os.path.join(ROOT, "python", "windowsketch", "_hllpp_tables.py"), "w") as f:
+        f.write(f'''"""HyperLogLog++ bias-correction data for precisions 4 to 14, as Apache Spark's
+``HyperLogLogPlusPlusHelper`` ships it (from the appendix of Heule, Nunkesser and Hall,
+"HyperLogLog in Practice", EDBT 2013), so distinct-count sketches estimate in Python exactly
+as ``approx_count_distinct`` does in Spark.
+
+Generated from the JVM by ``python tests/python/test_sketch_jvm.py --write-tables``;
+``tests/python/test_sketch_jvm.py`` checks it still equals Spark's. Do not edit.
+"""
+
+#: Linear counting is used below these raw estimates (index: precision - 4).
+THRESHOLDS: tuple[float, ...] = ({", ".join(repr(x) for x in tables["THRESHOLDS"])})
+
+#: Neighbours averaged for the bias of a raw estimate.
+K = {tables["K"]}
+
+{rows("RAW_ESTIMATE_DATA")}
+
+{rows("BIAS_DATA")}
+''')
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write-tables"]:
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \
+        .getOrCreate()
+    write_tables(session)
+    session.stop()
