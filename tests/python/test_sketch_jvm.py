@@ -146,8 +146,11 @@ def test_histogram_bounds_equal_the_jvms_at_every_as_of(sketches, window, eps):
     python = WindowSketch.from_bytes(blob)
     assert python.to_bytes() == blob
     now = int(h.now())
+    # Ends that put the window's edge on, or next to, each of the oldest buckets' ends.
+    edges = {t + window + d for newest, oldest in python._buckets[-6:] for t in (newest, oldest)
+             for d in (-1, 0, 1)}
     for end in sorted({now, now + 1, now + window // 4, now + window // 2, now + window - 1,
-                       now + window, now + 2 * window}):
+                       now + window, now + 2 * window, *(e for e in edges if e >= now)}):
         jvm = sketches.format.deserialize(blob)
         jvm.update(end, False)
         assert python.bounds(as_of=end) == (jvm.estimate(), jvm.lowerBound(), jvm.upperBound())
@@ -197,6 +200,24 @@ def test_distinct_estimates_equal_sqls_for_every_window(spark, sketches, case):
             {(end, python.estimate(as_of=end, sub_window=length)) for end in ends}, length
     assert python.estimate() == spark.sql(
         f"SELECT window_distinct_sketch_estimate(X'{blob.hex()}')").collect()[0][0]
+
+
+def test_bias_correction_equals_sparks_between_and_on_the_table_points(spark):
+    """Spark's k-nearest-neighbour bias at raw estimates on, between and just off its table
+    points (the tables are not strictly sorted: its binary search is ported step by step)."""
+    from windowsketch.sketch import _estimate_bias, _precision
+
+    jvm = spark.sparkContext._jvm
+    for p in range(4, 15):
+        rsd = 1.106 / 2 ** (p / 2) * 1.001
+        assert _precision(rsd) == p
+        helper = jvm.org.apache.spark.sql.catalyst.util.HyperLogLogPlusPlusHelper(rsd)
+        table = _hllpp_tables.RAW_ESTIMATE_DATA[p - 4]
+        points = sorted({x for a, b in zip(table, table[1:])
+                         for x in (a, (a + b) / 2, np.nextafter(a, -np.inf),
+                                   np.nextafter(a, np.inf))} | {table[-1] * 1.01, 0.5})
+        for e in points[::max(1, len(points) // 150)] + [128.3463, 128.3462, 128.3464]:
+            assert _estimate_bias(p, float(e)) == helper.estimateBias(float(e)), (p, e)
 
 
 # -- merges ----------------------------------------------------------------------------
