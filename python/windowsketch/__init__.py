@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from windowsketch._lines import LINES, SUPPORTED, UnsupportedSparkVersion, find
 
@@ -138,7 +138,7 @@ def register(spark: "SparkSession") -> None:
         raise
 
 
-def _scala_object(spark: "SparkSession", class_name: str):
+def _scala_object(spark: "SparkSession", class_name: str) -> Any:
     """The Scala object `class_name` from the jar, through Spark's own class loader.
 
     py4j's ``spark._jvm.a.b.C`` looks classes up in a loader that does not see jars
@@ -146,7 +146,7 @@ def _scala_object(spark: "SparkSession", class_name: str):
     """
     from py4j.protocol import Py4JJavaError
 
-    jvm = spark.sparkContext._jvm
+    jvm: Any = spark.sparkContext._jvm
     try:
         cls = jvm.org.apache.spark.util.Utils.classForName(class_name + "$", True, False)
     except Py4JJavaError as e:

@@ -10,8 +10,12 @@ import os
 import struct
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from windowsketch import _scala_object
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Row, SparkSession
 
 NASA_LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
                         "nasa_http_1995-08-01.tsv.gz")
@@ -32,7 +36,7 @@ class MeasureReport:
     max_buckets: int
 
 
-def load_log(spark):
+def load_log(spark: "SparkSession") -> "DataFrame":
     """The log as (ts TIMESTAMP, response INT), one row per request, in time order."""
     schema = ("host STRING, logname STRING, time BIGINT, method STRING, url STRING, "
               "response INT, bytes BIGINT, referer STRING, useragent STRING")
@@ -50,7 +54,8 @@ def comparison_sql(view: str, eps: float) -> str:
     return f"SELECT ts, response, {', '.join(columns)} FROM {view}"
 
 
-def sketch_sizes(spark, times_micros: list[int], events: list[bool], eps: float):
+def sketch_sizes(spark: "SparkSession", times_micros: list[int], events: list[bool],
+                 eps: float) -> tuple[int, int]:
     """Replays the stream through the core histogram: (max serialized bytes, max buckets)."""
     replay = _scala_object(spark, "windowsketch.core.Replay")
     packed = replay.run(
@@ -61,7 +66,8 @@ def sketch_sizes(spark, times_micros: list[int], events: list[bool], eps: float)
     return max(values[5::columns]), max(values[4::columns])
 
 
-def compare(spark, eps: float = 0.01):
+def compare(spark: "SparkSession",
+            eps: float = 0.01) -> tuple[list["Row"], list[MeasureReport], float]:
     """Runs the comparison; returns (rows, per-measure reports, approx rows per second)."""
     load_log(spark).createOrReplaceTempView("nasa_log")
     query = spark.sql(comparison_sql("nasa_log", eps))
@@ -90,7 +96,8 @@ def compare(spark, eps: float = 0.01):
     return rows, reports, rows_per_second
 
 
-def render(rows, reports, rows_per_second: float, eps: float) -> str:
+def render(rows: list["Row"], reports: list[MeasureReport], rows_per_second: float,
+           eps: float) -> str:
     lines = [
         "windowsketch demo: NASA-HTTP access log, 1995-08-01 "
         f"({len(rows):,} requests, {sum(r.response == 404 for r in rows)} of them 404s)",

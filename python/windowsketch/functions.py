@@ -8,7 +8,7 @@ Spark Connect alike; the session needs the functions registered (see
 from __future__ import annotations
 
 import datetime
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -48,13 +48,14 @@ def _column(value: ColumnOrName) -> Column:
     return F.col(value) if isinstance(value, str) else value
 
 
-def _literal(value) -> Column:
+def _literal(value: Any) -> Column:
     # An int becomes an integral literal, a timedelta a DAY TO SECOND interval and a string
     # an interval string: Spark checks each against the type of `ts`.
     return value if isinstance(value, Column) else F.lit(value)
 
 
-def _window_aggregate(name: str, v, ts, window, eps, v_name: str = "v",
+def _window_aggregate(name: str, v: ColumnOrName, ts: ColumnOrName, window: Any,
+                      eps: Union[float, Column], v_name: str = "v",
                       eps_name: str = "eps") -> Column:
     _check_column(v, v_name)
     _check_column(ts, "ts")
@@ -65,7 +66,7 @@ def _window_aggregate(name: str, v, ts, window, eps, v_name: str = "v",
         _literal(eps if isinstance(eps, Column) else float(eps)))
 
 
-def _sketch_query(name: str, sketch, as_of, sub_window) -> Column:
+def _sketch_query(name: str, sketch: ColumnOrName, as_of: Any, sub_window: Any) -> Column:
     _check_column(sketch, "sketch")
     if as_of is None:
         if sub_window is not None:

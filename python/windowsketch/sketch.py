@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+import importlib
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Union
 
@@ -185,6 +186,23 @@ class WindowSketch:
     __slots__ = ("_kind", "_window", "_eps", "_has_time", "_microseconds", "_now",
                  "_sizes", "_buckets", "_invariant", "_nodes", "_pending", "_compressed",
                  "_registers")
+    _kind: int
+    _window: int
+    _eps: float
+    _has_time: bool
+    _microseconds: bool
+    _now: int
+    # Kind 1: buckets per level, and each bucket's (newest, oldest) timestamps, newest first.
+    _sizes: list[int]
+    _buckets: list[tuple[int, int]]
+    # Kind 2: the invariant parameter; nodes (level, lo, count) as read or compressed, and
+    # nodes merged in but not compressed yet; the compressed form of both, once computed.
+    _invariant: float
+    _nodes: list[tuple[int, int, int]]
+    _pending: list[tuple[int, int, int]]
+    _compressed: tuple[list[tuple[int, int, int]], float] | None
+    # Kind 3: per register, its (time, rank) pairs, oldest first.
+    _registers: list[list[tuple[int, int]]]
 
     def __init__(self) -> None:
         raise TypeError("use WindowSketch.from_bytes(data) to read a sketch")
@@ -907,25 +925,23 @@ def _describe(t: int, microseconds: bool) -> datetime | int:
 
 # -- columns -----------------------------------------------------------------------------
 
-def _values(column: Any) -> tuple[list[Any], Any]:
-    """The column's values as a list, and a function rebuilding a column like it."""
-    module = type(column).__module__.split(".")[0]
-    if module == "pandas":
-        import pandas as pd
+Rebuild = Callable[[list[Any]], Any]
 
+
+def _values(column: Any) -> tuple[list[Any], Rebuild]:
+    """The column's values as a list, and a function making a column of the same kind
+    (a pandas Series on the same index, a pyarrow int64 array, a list) from answers."""
+    library = type(column).__module__.split(".")[0]
+    if library == "pandas":
+        pd = importlib.import_module("pandas")
         index = column.index
-
-        def to_series(values: list[Any], dtype: str = "Int64") -> Any:
-            return pd.Series(values, index=index, dtype=dtype)
-        return [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-                else v for v in column.tolist()], to_series
-    if module == "pyarrow":
-        import pyarrow as pa
-
-        def to_array(values: list[Any], dtype: str = "int64") -> Any:
-            return pa.array(values, type=pa.int64() if dtype in ("int64", "Int64") else None)
-        return column.to_pylist(), to_array
-    return list(column), lambda values, dtype=None: values
+        values = [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+                  else v for v in column.tolist()]
+        return values, lambda answers: pd.Series(answers, index=index, dtype="Int64")
+    if library == "pyarrow":
+        pa = importlib.import_module("pyarrow")
+        return column.to_pylist(), lambda answers: pa.array(answers, type=pa.int64())
+    return list(column), lambda answers: answers
 
 
 def estimate_column(sketches: Any, as_of: AsOf | None = None,
@@ -945,20 +961,21 @@ def estimate_column(sketches: Any, as_of: AsOf | None = None,
 def bounds_column(sketches: Any, as_of: AsOf | None = None,
                   sub_window: SubWindow | None = None) -> Any:
     """:meth:`WindowSketch.bounds` of every count sketch of a column, as (estimate, lower,
-    upper) tuples (None for NULL): a pandas Series of objects, a pyarrow array of structs
-    or a list, like ``sketches``."""
-    values, rebuild = _values(sketches)
+    upper) tuples (None for NULL): a pandas Series of objects on the same index, a pyarrow
+    array of structs, or a list, like ``sketches``."""
+    values, _ = _values(sketches)
     answers = [None if blob is None else WindowSketch.from_bytes(blob).bounds(as_of, sub_window)
                for blob in values]
-    module = type(sketches).__module__.split(".")[0]
-    if module == "pyarrow":
-        import pyarrow as pa
-
-        return pa.array([None if b is None else dict(zip(("estimate", "lower", "upper"), b))
-                         for b in answers],
-                        type=pa.struct([("estimate", pa.int64()), ("lower", pa.int64()),
-                                        ("upper", pa.int64())]))
-    return rebuild(answers, "object")
+    library = type(sketches).__module__.split(".")[0]
+    if library == "pandas":
+        pd = importlib.import_module("pandas")
+        return pd.Series(answers, index=sketches.index, dtype=object)
+    if library == "pyarrow":
+        pa = importlib.import_module("pyarrow")
+        names = ("estimate", "lower", "upper")
+        return pa.array([None if b is None else dict(zip(names, b)) for b in answers],
+                        type=pa.struct([(name, pa.int64()) for name in names]))
+    return answers
 
 
 def merge_column(sketches: Iterable[Any]) -> WindowSketch | None:
