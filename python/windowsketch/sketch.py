@@ -141,6 +141,23 @@ class _Reader:
         return _signed(v)
 
 
+def _varint_at(r: _Reader, pos: int) -> tuple[int, int]:
+    """The varint at ``pos`` (signed, as the JVM reads it) and the position after it:
+    up to 9 bytes here, where nothing can overflow; longer ones through the strict reader."""
+    data, end = r.data, r.end
+    v = 0
+    shift = 0
+    while shift < 63 and pos < end:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            return v, pos
+        shift += 7
+    r.pos = pos - shift // 7
+    return r.varint(), r.pos
+
+
 class _Writer:
     __slots__ = ("out",)
 
@@ -171,7 +188,7 @@ class _Writer:
 def _older_age(age: int, step: int, max_age: int) -> int:
     """The unsigned age one step further back, refused past the start of time."""
     older = age + _unsigned(step)
-    if older > _MASK64 or older > max_age:
+    if older > max_age:  # max_age < 2^64: no unsigned wrap-around either
         raise InvalidSketchBytes("timestamps out of range")
     return older
 
@@ -327,16 +344,32 @@ class WindowSketch:
         nodes: list[tuple[int, int, int]] = []
         total = 0
         prev_level, prev_lo = 0, 0
+        # The reader's methods inlined for one-byte varints, the common case: this loop is
+        # what decoding a column costs.
+        data, end, pos = r.data, r.end, r.pos
         for i in range(n):
-            level = r.byte()
-            step = _unsigned(r.varint())
+            if pos >= end:
+                raise InvalidSketchBytes("truncated")
+            level = data[pos]
+            level = level - 256 if level > 127 else level
+            pos += 1
+            if pos < end and data[pos] < 0x80:
+                step = data[pos]
+                pos += 1
+            else:
+                step, pos = _varint_at(r, pos)
+                step &= _MASK64
             if i == 0:
                 lo = _signed(now - step)
-                fits = step <= _unsigned(now - _LONG_MIN)
+                fits = step <= (now - _LONG_MIN) & _MASK64
             else:
                 lo = _signed(prev_lo + step)
-                fits = step <= _unsigned(_LONG_MAX - prev_lo)
-            count = r.varint()
+                fits = step <= (_LONG_MAX - prev_lo) & _MASK64
+            if pos < end and data[pos] < 0x80:
+                count = data[pos]
+                pos += 1
+            else:
+                count, pos = _varint_at(r, pos)
             if level < 0 or level > height or not fits or lo & ((1 << level) - 1):
                 raise InvalidSketchBytes(f"invalid node at position {i}")
             if i > 0 and lo == prev_lo and level >= prev_level:
@@ -346,6 +379,7 @@ class WindowSketch:
             nodes.append((level, lo, count))
             total += count
             prev_level, prev_lo = level, lo
+        r.pos = pos
         self._invariant = invariant
         self._nodes = nodes
         problem = _Dyadic.invariant_problem(self._window, now, invariant, height, nodes)
@@ -355,28 +389,51 @@ class WindowSketch:
     def _read_distinct(self, r: _Reader) -> None:
         p = _precision(self._eps)
         max_rank = 65 - p
-        now, window = self._now, self._window
-        max_age = _unsigned(now - _LONG_MIN)
+        now, window, has_time = self._now, self._window, self._has_time
+        max_age = (now - _LONG_MIN) & _MASK64
         registers: list[list[tuple[int, int]]] = []
+        # Inlined as in _read_dyadic. Ages stay within max_age, so now - age never wraps.
+        data, end, pos = r.data, r.end, r.pos
         for j in range(1 << p):
-            n = r.varint()
-            if n < 0 or n > max_rank or (n > 0 and not self._has_time):
+            if pos < end and data[pos] < 0x80:
+                n = data[pos]
+                pos += 1
+            else:
+                n, pos = _varint_at(r, pos)
+            if n == 0:
+                registers.append([])
+                continue
+            if n < 0 or n > max_rank or not has_time:
                 raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
             pairs: list[tuple[int, int]] = []  # newest first while reading
             age = 0
+            previous_rank = 0
             for i in range(n):
-                step = r.varint()
+                if pos < end and data[pos] < 0x80:
+                    step = data[pos]
+                    pos += 1
+                else:
+                    step, pos = _varint_at(r, pos)
+                    step &= _MASK64
                 if i > 0 and step == 0:
                     raise InvalidSketchBytes(f"pairs out of order in register {j}")
-                age = _older_age(age, step, max_age)
+                age += step
+                if age > max_age:
+                    raise InvalidSketchBytes("timestamps out of range")
                 if age >= window:
                     raise InvalidSketchBytes(f"a pair of register {j} lies outside the window")
-                rank = r.byte()
-                if rank < 1 or rank > max_rank or (i > 0 and rank <= pairs[-1][1]):
+                if pos >= end:
+                    raise InvalidSketchBytes("truncated")
+                rank = data[pos]
+                rank = rank - 256 if rank > 127 else rank
+                pos += 1
+                if rank < 1 or rank > max_rank or (i > 0 and rank <= previous_rank):
                     raise InvalidSketchBytes(f"invalid rank {rank} in register {j}")
-                pairs.append((_signed(now - age), rank))
+                pairs.append((now - age, rank))
+                previous_rank = rank
             pairs.reverse()  # oldest first, as the JVM keeps them
             registers.append(pairs)
+        r.pos = pos
         self._registers = registers
 
     # -- parameters ------------------------------------------------------------------
