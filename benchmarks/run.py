@@ -1,11 +1,12 @@
 """The windowsketch benchmark harness: speed, memory and accuracy, each side by side with
 what a user would write instead, in the same process.
 
-    python benchmarks/run.py [--quick] [--out DIR]
+    python benchmarks/run.py [--quick] [--only SECTIONS] [--out DIR]
 
 writes DIR/report.md, DIR/results.csv and PNG plots (default DIR: benchmarks/report).
 --quick runs small sizes in a minute or two (CI runs it to keep the harness working);
-the committed full report is `python benchmarks/run.py --out docs/performance`.
+the committed full report is `python benchmarks/run.py --out docs/performance`, and
+`--only stored_sketches --out docs/performance/stored` the stored-sketch section alone.
 """
 from __future__ import annotations
 
@@ -40,19 +41,20 @@ class Sizes:
     stream_events: int
     churn_keys: int
     churn_events: int
+    stored_sketches: int
 
 
 QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
               sliding_budget=2 * 10**8, group_rows=200_000, group_keys=10_000,
               state_events=100_000, state_windows=[10**3, 10**6, 10**9],
               synthetic_rows=50_000, stream_keys=100, stream_events=50_000,
-              churn_keys=5_000, churn_events=100_000)
+              churn_keys=5_000, churn_events=100_000, stored_sketches=10_000)
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
              state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
              synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000,
-             churn_keys=200_000, churn_events=2_000_000)
+             churn_keys=200_000, churn_events=2_000_000, stored_sketches=100_000)
 
 
 @dataclass
@@ -529,6 +531,56 @@ def streaming_state(spark, sizes, report, workdir):
         "(memoryUsedBytes). The exact query needs a watermark to drop old windows at all.")
 
 
+def stored_sketches(spark, sizes, report, workdir):
+    """Stored sketch columns read without Spark: windowsketch.sketch decoding and querying
+    a Parquet column of sketches in Python, on one core, against window_sketch_estimate
+    (window_distinct_sketch_estimate) over the same column in Spark, local[2]."""
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    from windowsketch.sketch import estimate_column
+
+    n = sizes.stored_sketches
+    per_key = 40
+    spark.range(n * per_key).selectExpr(
+        f"id % {n} AS k", f"timestamp_seconds(1700000000 + (id DIV {n}) * 90 + id % 60) AS ts",
+        "(id * 31) % 10 < 3 AS v", "(id * 7) % 1000 AS x").createOrReplaceTempView("stored")
+    as_of = datetime.datetime(2023, 11, 14, 23, 30)  # an hour after the last row
+    kinds = {"count": ("window_sketch(v, ts, INTERVAL 2 HOURS, 0.01)", "window_sketch_estimate"),
+             "distinct": ("window_distinct_sketch(x, ts, INTERVAL 2 HOURS)",
+                          "window_distinct_sketch_estimate")}
+    lines = []
+    for kind, (aggregate, estimate) in kinds.items():
+        path = os.path.join(workdir, f"stored-{kind}")
+        spark.sql(f"SELECT k, {aggregate} AS s FROM stored GROUP BY k").coalesce(2) \
+            .write.parquet(path)
+        in_spark = spark.read.parquet(path).selectExpr(
+            "k", f"{estimate}(s, TIMESTAMP'{as_of.isoformat(sep=' ')}') AS e")
+        spark_seconds = measured(spark, in_spark).seconds
+        table = pq.read_table(path, columns=["k", "s"])
+        start = time.perf_counter()
+        answers = estimate_column(table.column("s"), as_of)
+        python_seconds = time.perf_counter() - start
+        # The same numbers, or the rates compare different work.
+        want = {r.k: r.e for r in in_spark.collect()}
+        assert dict(zip(table.column("k").to_pylist(), answers.to_pylist())) == want
+        mean_bytes = float(np.mean([len(b) for b in table.column("s").to_pylist()]))
+        for who, seconds in (("python", python_seconds), ("spark", spark_seconds)):
+            report.add("stored", f"{kind} {who}", "sketches per second", n / seconds, "1/s",
+                       f"mean {mean_bytes:.0f} bytes")
+        lines.append((kind, f"{n:,}", f"{mean_bytes:,.0f}", f"{n / python_seconds:,.0f}",
+                      f"{n / spark_seconds:,.0f}", f"{spark_seconds / python_seconds:.2f}"))
+    report.table(
+        f"Stored sketch columns read in Python without Spark: {n:,} sketches",
+        ["sketch", "sketches", "mean bytes", "Python sketches/s (1 core)",
+         "Spark sketches/s (local[2])", "Python ÷ Spark rate"], lines,
+        f"One sketch per key over {per_key} rows, written to Parquet; each read once at one "
+        "as_of. Python: `windowsketch.sketch.estimate_column` over the pyarrow column "
+        "(decoding with every check the JVM makes, then the query); Spark: the estimate "
+        "function over the same files, a warm run. Both give the same numbers (checked).")
+
+
 def live_counts(spark, sizes, report, workdir):
     """Key churn on a stream: every key lives a few minutes of event time in a day, with a
     1-hour window and 1-minute ticks. State rows and bytes after every micro-batch and the
@@ -630,41 +682,57 @@ def plots(out, window_plot, state_plot):
     fig.savefig(os.path.join(out, "state_size.png"), dpi=110)
 
 
+#: The report's sections in order: each a function of (spark, sizes, report[, workdir]),
+#: but scaling, which starts its own Spark processes.
+SECTIONS = ["core_throughput", "running_windows", "distinct_windows", "distinct_group_by",
+            "distinct_state", "group_by", "state_size", "accuracy", "streaming_state",
+            "live_counts", "stored_sketches", "scaling"]
+NEEDS_WORKDIR = {"streaming_state", "live_counts", "stored_sketches"}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI")
     parser.add_argument("--out", default=os.path.join(HERE, "report"))
+    parser.add_argument("--only", metavar="SECTIONS",
+                        help=f"run only these sections, comma-separated: {', '.join(SECTIONS)}")
     parser.add_argument("--scaling-child", help=argparse.SUPPRESS)
     parser.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.scaling_child:
         return scaling_child(args.scaling_child, args.rows)
     sizes = QUICK if args.quick else FULL
+    only = [name.strip() for name in (args.only or "").split(",") if name.strip()]
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        parser.error(f"--only: unknown sections {unknown}; choose from {', '.join(SECTIONS)}")
+    chosen = only or SECTIONS
     os.makedirs(args.out, exist_ok=True)
     report = Report()
     spark = session()
     started = time.time()
+    made = {}  # the data behind the plots, from the sections that make them
     try:
-        core_throughput(spark, sizes, report)
-        window_plot = running_windows(spark, sizes, report)
-        distinct_windows(spark, sizes, report)
-        distinct_group_by(spark, sizes, report)
-        distinct_state(spark, sizes, report)
-        group_by(spark, sizes, report)
-        state_plot = state_size(spark, sizes, report)
-        accuracy(spark, sizes, report)
         with tempfile.TemporaryDirectory() as workdir:
-            streaming_state(spark, sizes, report, workdir)
-            live_counts(spark, sizes, report, workdir)
+            for name in chosen:
+                if name == "scaling":
+                    continue  # its own processes, after this session stops
+                function = globals()[name]
+                arguments = (spark, sizes, report) + ((workdir,) if name in NEEDS_WORKDIR else ())
+                made[name] = function(*arguments)
     finally:
         spark.stop()
-    scaling(sizes, report)
-    plots(args.out, window_plot, state_plot)
+    if "scaling" in chosen:
+        scaling(sizes, report)
+    if "running_windows" in made and "state_size" in made:
+        plots(args.out, made["running_windows"], made["state_size"])
+    command = "python benchmarks/run.py" + (" --quick" if args.quick else "") + \
+        (f" --only {','.join(only)}" if only else "")
     header = [f"# windowsketch benchmarks ({'quick' if args.quick else 'full'} run)", "",
-              f"`python benchmarks/run.py{' --quick' if args.quick else ''}` on "
+              f"`{command}` on "
               f"{platform.platform()}, {os.cpu_count()} cores, Python "
               f"{platform.python_version()}; {time.time() - started:,.0f} s in all.", "",
-              "![time](window_time.png) ![state](state_size.png)", ""]
+              *(["![time](window_time.png) ![state](state_size.png)", ""] if not only else [])]
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write("\n".join(header + report.markdown) + "\n")
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:

@@ -20,13 +20,14 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     for section in ("Core throughput", "Running windows", "Distinct values in running windows",
                     "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
                     "State size", "Accuracy",
-                    "Structured Streaming state", "Live counts under key churn", "Scaling"):
+                    "Structured Streaming state", "Live counts under key churn",
+                    "Stored sketch columns read in Python", "Scaling"):
         assert f"## {section}" in report
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "distinct", "distinct groupby", "distinct state", "groupby", "state",
-        "accuracy", "streaming", "live", "scaling"}
+        "accuracy", "streaming", "live", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     # Window queries sort and the exact GROUP BY hashes and joins, all in memory Spark
     # manages: a zero there would mean the status-store lookup missed the query's tasks.
