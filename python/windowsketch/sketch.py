@@ -198,6 +198,20 @@ class WindowSketch:
     of live counts) or a distinct-count sketch (``window_distinct_sketch``).
 
     Build it with :meth:`from_bytes`; it is immutable (:meth:`merge` returns a new one).
+    The bytes of ``SELECT window_sketch(v, pos, 5)`` over one event at position 17:
+
+    >>> s = WindowSketch.from_bytes(bytes.fromhex(
+    ...     "570102053f847ae147ae147b0100000000000000113f947ae147ae147b01000001b4a7fd40"))
+    >>> s
+    WindowSketch(kind='dyadic', window=5, eps=0.01, now=17, time_unit='positions')
+    >>> s.bounds(), s.bounds(as_of=21), s.bounds(as_of=22)
+    ((1, 1, 1), (1, 1, 1), (0, 0, 0))
+    >>> s.merge(s).estimate(as_of=20, sub_window=4)
+    2
+    >>> WindowSketch.from_bytes(s.to_bytes()[:-1])
+    Traceback (most recent call last):
+    ...
+    windowsketch.sketch.InvalidSketchBytes: invalid sketch bytes: checksum mismatch (truncated or corrupted bytes)
     """
 
     __slots__ = ("_kind", "_window", "_eps", "_has_time", "_microseconds", "_now",

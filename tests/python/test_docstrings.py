@@ -1,4 +1,5 @@
-"""The `>>>` examples in the DataFrame functions' docstrings run and print what they show."""
+"""The `>>>` examples in the DataFrame functions' and the sketch reader's docstrings run and
+print what they show."""
 from __future__ import annotations
 
 import doctest
@@ -6,6 +7,7 @@ import doctest
 import pytest
 
 import windowsketch.functions
+import windowsketch.sketch
 
 DOCTESTS = [t for t in doctest.DocTestFinder().find(windowsketch.functions) if t.examples]
 
@@ -24,3 +26,16 @@ def test_docstring_example_runs(spark, test):
     result = runner.run(test, out=report.append)
     assert result.failed == 0, "".join(report)
     assert result.attempted >= 3
+
+
+READER_DOCTESTS = [t for t in doctest.DocTestFinder().find(windowsketch.sketch) if t.examples]
+
+
+def test_sketch_reader_public_names_are_documented_and_its_examples_run():
+    for name in windowsketch.sketch.__all__:
+        assert getattr(windowsketch.sketch, name).__doc__, name
+    assert READER_DOCTESTS
+    for test in READER_DOCTESTS:  # no Spark needed
+        report: list[str] = []
+        result = doctest.DocTestRunner().run(test, out=report.append)
+        assert result.failed == 0 and result.attempted >= 4, "".join(report)
