@@ -42,19 +42,22 @@ class Sizes:
     churn_keys: int
     churn_events: int
     stored_sketches: int
+    column_sketches: int
 
 
 QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
               sliding_budget=2 * 10**8, group_rows=200_000, group_keys=10_000,
               state_events=100_000, state_windows=[10**3, 10**6, 10**9],
               synthetic_rows=50_000, stream_keys=100, stream_events=50_000,
-              churn_keys=5_000, churn_events=100_000, stored_sketches=10_000)
+              churn_keys=5_000, churn_events=100_000, stored_sketches=10_000,
+              column_sketches=100_000)
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
              state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
              synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000,
-             churn_keys=200_000, churn_events=2_000_000, stored_sketches=100_000)
+             churn_keys=200_000, churn_events=2_000_000, stored_sketches=100_000,
+             column_sketches=1_000_000)
 
 
 @dataclass
@@ -531,6 +534,44 @@ def streaming_state(spark, sizes, report, workdir):
         "(memoryUsedBytes). The exact query needs a watermark to drop old windows at all.")
 
 
+def sketch_columns(spark, sizes, report, workdir):
+    """Stored sketch columns in Spark: window_sketch_merge per key and window_sketch_estimate
+    per row over stored sketches, against the same work on Spark's own stored HLL sketches
+    (hll_union_agg, hll_sketch_estimate) of the same groups, from the same Parquet files."""
+    n = sizes.column_sketches
+    keys = 1000
+    per_sketch = 10
+    spark.range(n * per_sketch).selectExpr(
+        f"id % {n} AS g", f"timestamp_seconds(1700000000 + (id DIV {n}) * 60 + id % 3600) AS ts",
+        "(id * 31) % 10 < 3 AS v", "(id * 7) % 100000 AS x").createOrReplaceTempView("column_rows")
+    path = os.path.join(workdir, "sketch-columns")
+    spark.sql("""SELECT g, window_sketch(v, ts, INTERVAL 1 HOUR, 0.01) AS s, hll_sketch_agg(x) AS h
+                 FROM column_rows GROUP BY g""").write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("stored_columns")
+    sizes_row = spark.sql("SELECT avg(length(s)), avg(length(h)) FROM stored_columns").collect()[0]
+    cases = {
+        "merge per key": (f"SELECT g % {keys} AS k, window_sketch_merge(s) FROM stored_columns GROUP BY k",
+                          f"SELECT g % {keys} AS k, hll_union_agg(h) FROM stored_columns GROUP BY k"),
+        "estimate per row": ("SELECT window_sketch_estimate(s) FROM stored_columns",
+                             "SELECT hll_sketch_estimate(h) FROM stored_columns"),
+    }
+    lines = []
+    for case, (ours, theirs) in cases.items():
+        mine = measured(spark, spark.sql(ours)).seconds
+        hll = measured(spark, spark.sql(theirs)).seconds
+        report.add("sketch columns", f"{case} window_sketch", "seconds", mine, "s")
+        report.add("sketch columns", f"{case} hll", "seconds", hll, "s")
+        lines.append((case, f"{mine:.2f}", f"{hll:.2f}", f"{mine / hll:.2f}"))
+    report.table(
+        f"Sketch columns in Spark: {n:,} stored sketches",
+        ["query", "window_sketch s", "Spark's HLL sketch s", "÷ HLL"], lines,
+        f"One window sketch (mean {sizes_row[0]:,.0f} bytes) and one HLL sketch (mean "
+        f"{sizes_row[1]:,.0f} bytes, `hll_sketch_agg` defaults) per group of {per_sketch} "
+        f"rows, read from Parquet. Merge: {keys:,} keys of {n // keys:,} sketches each "
+        "(`window_sketch_merge` against `hll_union_agg`); estimate: one per stored row "
+        "(`window_sketch_estimate` against `hll_sketch_estimate`).")
+
+
 def stored_sketches(spark, sizes, report, workdir):
     """Stored sketch columns read without Spark: windowsketch.sketch decoding and querying
     a Parquet column of sketches in Python, on one core, against window_sketch_estimate
@@ -686,8 +727,8 @@ def plots(out, window_plot, state_plot):
 #: but scaling, which starts its own Spark processes.
 SECTIONS = ["core_throughput", "running_windows", "distinct_windows", "distinct_group_by",
             "distinct_state", "group_by", "state_size", "accuracy", "streaming_state",
-            "live_counts", "stored_sketches", "scaling"]
-NEEDS_WORKDIR = {"streaming_state", "live_counts", "stored_sketches"}
+            "live_counts", "sketch_columns", "stored_sketches", "scaling"]
+NEEDS_WORKDIR = {"streaming_state", "live_counts", "sketch_columns", "stored_sketches"}
 
 
 def main(argv=None):

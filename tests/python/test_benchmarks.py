@@ -21,13 +21,13 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
-                    "Stored sketch columns read in Python", "Scaling"):
+                    "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling"):
         assert f"## {section}" in report
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "distinct", "distinct groupby", "distinct state", "groupby", "state",
-        "accuracy", "streaming", "live", "stored", "scaling"}
+        "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     # Window queries sort and the exact GROUP BY hashes and joins, all in memory Spark
     # manages: a zero there would mean the status-store lookup missed the query's tasks.
