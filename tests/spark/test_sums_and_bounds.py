@@ -51,6 +51,28 @@ def test_moving_sum_matches_exact_range_frame(spark, sales, eps):
     assert max(r.exact for r in rows) > 10**9
 
 
+def test_running_sums_use_the_time_ordered_histogram_and_others_the_mergeable_sketch(
+        spark, sales):
+    """Running frames ordered by ts get the O(1) histogram; a frame in any other order
+    keeps the guarantee on the mergeable sketch."""
+    def plan(over):
+        return spark.sql(f"SELECT approx_window_sum(qty, ts, INTERVAL 3 HOURS, 0.05) "
+                         f"OVER ({over}) FROM sales")._jdf.queryExecution().optimizedPlan() \
+            .toString()
+
+    assert "0.05, true" in plan("PARTITION BY store ORDER BY ts")
+    for over in ("PARTITION BY store ORDER BY ts DESC", "PARTITION BY store ORDER BY shuffle"):
+        assert "0.05, false" in plan(over), over
+    rows = spark.sql("""
+        SELECT approx_window_sum(qty, ts, INTERVAL 3 HOURS, 0.05)
+                 OVER (PARTITION BY store ORDER BY ts DESC) AS approx,
+               sum(IF(ts >= top - INTERVAL 3 HOURS, qty, 0))
+                 OVER (PARTITION BY store ORDER BY ts DESC) AS exact
+        FROM (SELECT *, max(ts) OVER (PARTITION BY store) AS top FROM sales)""").collect()
+    check(rows, 0.05)
+    assert max(r.exact for r in rows) > 1000
+
+
 def test_sum_group_by_on_shuffled_partitions(spark, sales):
     spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
     try:

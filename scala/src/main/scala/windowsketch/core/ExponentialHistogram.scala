@@ -74,22 +74,114 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
 
   /**
    * Observes one row: moves `now` forward to `ts` (whether or not it is an event), expires
-   * buckets that left the window and, if `weight` is 1, counts one event at `ts`.
+   * buckets that left the window and counts `weight` (>= 0) events at `ts`: a sum of
+   * non-negative integers is a count of unit events, and a weight w leaves exactly the
+   * state w single events at `ts` would, in O(k log w) work instead of O(w)
+   * (docs/ordered-sums.md).
    *
    * An event older than the window is dropped. An event inside the window but older than
    * the newest one already counted cannot be placed in a time-ordered histogram: it throws
    * [[OutOfOrderEventException]] rather than give a wrong count.
    */
   def add(ts: Long, weight: Long): Unit = {
-    if ((weight & ~1L) != 0L) {
-      throw new IllegalArgumentException(
-        s"the time-ordered histogram counts events of weight 1, got weight $weight")
-    }
+    if (weight < 0L) throw new IllegalArgumentException(s"negative weight $weight")
     advanceTo(ts)
     if (weight != 0L && !isExpired(ts)) {
       if (ts < newestEventTs) throw new OutOfOrderEventException(ts, newestEventTs)
-      addNewest(ts)
+      if (weight == 1L) addNewest(ts) else addMany(ts, weight)
     }
+  }
+
+  // Scratch for addMany: the buckets carried into a level that are not (ts, ts) ones, oldest
+  // first. At most mergeAt of them reach any level (docs/ordered-sums.md).
+  private[this] var carryNewest: Array[Long] = Array.emptyLongArray
+  private[this] var carryOldest: Array[Long] = Array.emptyLongArray
+  private[this] var nextNewest: Array[Long] = Array.emptyLongArray
+  private[this] var nextOldest: Array[Long] = Array.emptyLongArray
+
+  /**
+   * Counts `weight` events at `ts` as `weight` calls of [[addNewest]] would, level by level.
+   * A level's buckets, oldest first, are its own, then the carried ones, then `bulk` new
+   * (ts, ts) buckets. Unit inserts would merge its oldest pairs each time it reaches
+   * mergeAt: so the first 2e of that sequence pair up, in order, into the next level's
+   * incoming buckets (pairs of two (ts, ts) buckets are (ts, ts) buckets there), and the
+   * rest stay. Only the explicit buckets are touched; the (ts, ts) ones are a count.
+   */
+  private def addMany(ts: Long, weight: Long): Unit = {
+    if (bucketTotal > Long.MaxValue - weight) {
+      throw new ArithmeticException("the sum of the window's values overflows BIGINT")
+    }
+    if (carryNewest.length < mergeAt + 2) {
+      carryNewest = new Array[Long](mergeAt + 2); carryOldest = new Array[Long](mergeAt + 2)
+      nextNewest = new Array[Long](mergeAt + 2); nextOldest = new Array[Long](mergeAt + 2)
+    }
+    var carried = 0
+    var bulk = weight
+    var level = 0
+    while (carried > 0 || bulk > 0) {
+      ensureLevel(level)
+      val own = ringSize(level)
+      val explicit = own + carried // the sequence's first `explicit` buckets are not (ts, ts)
+      val total = explicit + bulk
+      if (total < mergeAt) {
+        var i = 0
+        while (i < carried) { put(level, carryNewest(i), carryOldest(i)); i += 1 }
+        var b = 0L
+        while (b < bulk) { put(level, ts, ts); b += 1 }
+        carried = 0
+        bulk = 0
+      } else {
+        val pairs = 1 + (total - mergeAt) / 2 // merges unit inserts would make here
+        // The next level's incoming: the first 2 * pairs buckets, paired in order.
+        val explicitPairs = math.min(pairs, (explicit + 1) / 2).toInt
+        var p = 0
+        while (p < explicitPairs) {
+          val older = 2 * p
+          val newer = older + 1
+          nextOldest(p) = oldestAt(level, older, own)
+          nextNewest(p) = newestAt(level, newer, own, explicit, ts)
+          p += 1
+        }
+        // What stays: the sequence from index 2 * pairs on.
+        val firstKept = 2 * pairs
+        val ownDropped = math.min(firstKept, own.toLong).toInt
+        ringStart(level) = wrap(ringStart(level) + ownDropped)
+        ringSize(level) = own - ownDropped
+        var i = (math.min(math.max(firstKept, own.toLong), explicit.toLong) - own).toInt
+        while (i < carried) { put(level, carryNewest(i), carryOldest(i)); i += 1 }
+        var b = total - math.max(firstKept, explicit.toLong)
+        while (b > 0) { put(level, ts, ts); b -= 1 }
+        // Swap the scratch arrays: the pairs are the next level's carried buckets.
+        val n = carryNewest; carryNewest = nextNewest; nextNewest = n
+        val o = carryOldest; carryOldest = nextOldest; nextOldest = o
+        carried = explicitPairs
+        bulk = pairs - explicitPairs
+      }
+      level += 1
+    }
+    bucketTotal += weight
+    newestEventTs = ts
+    // The last level reached holds buckets; no level below a top ever empties.
+    topLevel = math.max(topLevel, level - 1)
+    refreshEdge()
+  }
+
+  /** The oldest timestamp of the i-th bucket of a level's sequence (see addMany), one of
+   * its explicit buckets. */
+  private def oldestAt(level: Int, i: Int, own: Int): Long =
+    if (i < own) oldestTs(slot(level, i)) else carryOldest(i - own)
+
+  /** The newest timestamp of the i-th bucket of a level's sequence; past the explicit ones
+   * it is a (ts, ts) bucket. */
+  private def newestAt(level: Int, i: Int, own: Int, explicit: Int, ts: Long): Long =
+    if (i < own) newestTs(slot(level, i)) else if (i < explicit) carryNewest(i - own) else ts
+
+  /** Appends a bucket as the newest of `level`, which has room. */
+  private def put(level: Int, newest: Long, oldest: Long): Unit = {
+    val s = slot(level, ringSize(level))
+    newestTs(s) = newest
+    oldestTs(s) = oldest
+    ringSize(level) += 1
   }
 
   /** Counts one event at `ts`, no older than any counted. */

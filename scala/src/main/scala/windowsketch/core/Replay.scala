@@ -62,6 +62,38 @@ object Replay {
     out.array()
   }
 
+  /** Feeds a whole stream of weights (big-endian longs, one per timestamp) to `sketch`. */
+  def insertWeighted(sketch: WindowCountSketch, timestamps: Array[Byte], weights: Array[Byte]): Unit = {
+    require(timestamps.length == weights.length, "one 8-byte weight per 8-byte timestamp")
+    val in = ByteBuffer.wrap(timestamps)
+    val w = ByteBuffer.wrap(weights)
+    while (in.hasRemaining) sketch.add(in.getLong(), w.getLong())
+  }
+
+  /** Longs reported per row by [[runOrderedSums]]. */
+  val OrderedSumColumns = 4
+
+  /**
+   * Like [[runAnyOrder]] for the time-ordered histogram, rows in time order, each with a
+   * non-negative weight: per row, estimate, lower bound, upper bound and bucket count.
+   */
+  def runOrderedSums(window: Long, eps: Double, timestamps: Array[Byte],
+      weights: Array[Byte]): Array[Byte] = {
+    require(timestamps.length == weights.length, "one 8-byte weight per 8-byte timestamp")
+    val h = new ExponentialHistogram(window, eps)
+    val in = ByteBuffer.wrap(timestamps)
+    val w = ByteBuffer.wrap(weights)
+    val rows = timestamps.length / 8
+    val out = ByteBuffer.allocate(8 * OrderedSumColumns * rows)
+    var i = 0
+    while (i < rows) {
+      h.add(in.getLong(), w.getLong())
+      out.putLong(h.estimate).putLong(h.lowerBound).putLong(h.upperBound).putLong(h.bucketCount)
+      i += 1
+    }
+    out.array()
+  }
+
   /** Feeds a whole stream to `sketch`. */
   def insertAll(sketch: WindowCountSketch, timestamps: Array[Byte], events: Array[Byte]): Unit = {
     require(timestamps.length == 8 * events.length, "one 8-byte timestamp per event byte")

@@ -96,9 +96,9 @@ object ApproxWindowCount {
 }
 
 /**
- * A count that can run on the time-ordered histogram: in a running frame ordered by `ts`,
- * [[OrderedWindowFrames]] sets `orderedInput`, as rows then arrive in time order and are
- * never merged. Everything else gets the mergeable any-order sketch.
+ * A count (or sum) that can run on the time-ordered histogram: in a running frame ordered
+ * by `ts`, [[OrderedWindowFrames]] sets `orderedInput`, as rows then arrive in time order
+ * and are never merged. Everything else gets the mergeable any-order sketch.
  */
 abstract class OrderedCountAggregate extends WindowCountAggregate {
   def orderedInput: Boolean

@@ -13,8 +13,9 @@ import windowsketch.core.WindowCountSketch
   usage = """
     _FUNC_(value, ts, window[, eps]) - Returns the approximate sum of the non-negative integral
       `value`s in the sliding window that ends at the largest `ts` seen, with
-      |result - exact| <= eps * exact guaranteed. A value costs O(1) to add, however large.
-      Works in window frames (a moving sum per row), GROUP BY and streaming alike.
+      |result - exact| <= eps * exact guaranteed. Works in window frames (a moving sum per
+      row), GROUP BY and streaming alike. In a running frame ordered by `ts` a value costs
+      O(log value) to add and the sum O(1) to read; elsewhere O(1) to add, however large.
   """,
   arguments = """
     Arguments:
@@ -45,12 +46,13 @@ case class ApproxWindowSum(
     ts: Expression,
     window: Expression,
     eps: Expression,
+    orderedInput: Boolean = false,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends WindowCountAggregate with QueryErrorsBase {
+  extends OrderedCountAggregate with QueryErrorsBase {
 
   def this(value: Expression, ts: Expression, window: Expression, eps: Expression) =
-    this(value, ts, window, eps, 0, 0)
+    this(value, ts, window, eps, false, 0, 0)
 
   def this(value: Expression, ts: Expression, window: Expression) =
     this(value, ts, window, Literal(WindowArguments.DefaultEps))
@@ -58,6 +60,8 @@ case class ApproxWindowSum(
   override def v: Expression = value
 
   override def prettyName: String = ApproxWindowSum.Name
+
+  override def withOrderedInput: ApproxWindowSum = copy(orderedInput = true)
 
   override protected def checkValueType: TypeCheckResult =
     if (WindowArguments.isIntegral(value.dataType) || value.dataType == NullType) {

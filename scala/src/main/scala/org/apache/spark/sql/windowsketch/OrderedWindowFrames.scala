@@ -7,7 +7,8 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Window}
 import org.apache.spark.sql.catalyst.rules.Rule
 
 /**
- * Marks the counts (`approx_window_count`, `approx_window_count_bounds`) in running frames ordered by its own `ts` ascending
+ * Marks the counts and sums (`approx_window_count`, `approx_window_count_bounds`,
+ * `approx_window_sum`) in running frames ordered by their own `ts` ascending
  * (`OVER (PARTITION BY k ORDER BY ts)`, RANGE or ROWS from UNBOUNDED PRECEDING to CURRENT
  * ROW): there Spark feeds each partition's rows once, in time order, and calls eval after
  * every row, so the time-ordered histogram answers in O(1). Spark knows the context only
