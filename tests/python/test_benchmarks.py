@@ -17,7 +17,8 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-4000:]
     report = (out / "report.md").read_text()
-    for section in ("Core throughput", "Running windows", "Distinct values in running windows",
+    for section in ("Core throughput", "Running windows", "Moving sums in running frames",
+                    "Distinct values in running windows",
                     "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
@@ -26,7 +27,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
-        "core", "window", "distinct", "distinct groupby", "distinct state", "groupby", "state",
+        "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     # Window queries sort and the exact GROUP BY hashes and joins, all in memory Spark
