@@ -812,6 +812,9 @@ class _Dyadic:
             if k == 0 or float(above + subtree + 1) <= invariant * float(right):
                 out.append((k, lo, subtree))
                 return
+            if b - a == 1:  # a lone node stays as it is (the JVM's shortcut)
+                out.append(nodes[a])
+                return
             holds = levels[a] == k and los[a] == lo
             own = nodes[a][2] if holds else 0
             if holds:

@@ -209,6 +209,10 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     val right = prefix(n) - prefix(b)
     if (k == 0 || above + subtree + 1 <= invariantEps * right) {
       out.add(k, lo, subtree)
+    } else if (b - a == 1) {
+      // One node: the test fails alike at every level down to its own (same subtree, right
+      // and above), where it stays as it is. Skips a walk down the tree per lone node.
+      out.add(levels(a), los(a), counts(a))
     } else {
       val holds = levels(a) == k && los(a) == lo
       val own = if (holds) counts(a) else 0L
