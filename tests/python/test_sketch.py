@@ -13,7 +13,6 @@ import zlib
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
 
 from conftest import ROOT
@@ -239,13 +238,24 @@ def test_column_helpers_match_the_reader_on_every_column_type():
     assert got.tolist()[:2] == want[:2] and got.isna().tolist() == [False, False, True]
     assert bounds_column(series, as_of, sub).tolist() == want_bounds
 
+    merged = merge_column(series)
+    chained = WindowSketch.from_bytes(blobs[0]).merge(WindowSketch.from_bytes(blobs[1]))
+    assert merged is not None and merged.to_bytes() == chained.to_bytes()
+    assert merge_column([None, None]) is None
+
+
+def test_column_helpers_on_pyarrow_columns():
+    import pyarrow as pa
+
+    blobs = [load_golden("time"), load_golden("merged"), None]
+    as_of = WindowSketch.from_bytes(blobs[0]).now + datetime.timedelta(hours=2)
+    sub = datetime.timedelta(hours=12)
+    want = [WindowSketch.from_bytes(b).estimate(as_of, sub) for b in blobs[:2]] + [None]
+    want_bounds = [WindowSketch.from_bytes(b).bounds(as_of, sub) for b in blobs[:2]] + [None]
     array = pa.array(blobs, type=pa.binary())
     assert estimate_column(array, as_of, sub).to_pylist() == want
     assert estimate_column(pa.chunked_array([array[:1], array[1:]]), as_of, sub).to_pylist() == want
     assert bounds_column(array, as_of, sub).to_pylist() == [
         None if b is None else dict(zip(("estimate", "lower", "upper"), b)) for b in want_bounds]
-
-    merged = merge_column(series)
-    chained = WindowSketch.from_bytes(blobs[0]).merge(WindowSketch.from_bytes(blobs[1]))
-    assert merged is not None and merged.to_bytes() == chained.to_bytes()
-    assert merge_column([None, None]) is None
+    merged = merge_column(array)
+    assert merged is not None and merged.to_bytes() == merge_column(blobs).to_bytes()
