@@ -14,7 +14,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     out = tmp_path / "report"
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "benchmarks", "run.py"), "--quick", "--out", str(out)],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL)
+        capture_output=True, text=True, timeout=1500, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-4000:]
     report = (out / "report.md").read_text()
     for section in ("Core throughput", "Running windows", "Moving sums in running frames",
