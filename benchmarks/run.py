@@ -340,31 +340,53 @@ def distinct_state(spark, sizes, report):
 
 
 def group_by(spark, sizes, report):
-    spark.range(sizes.group_rows).selectExpr(
-        f"(id * 7919) % {sizes.group_keys} AS k", "id AS ts", "(id * 31) % 10 < 3 AS v") \
-        .createOrReplaceTempView("events")
-    queries = {
-        "approx_window_count": "SELECT k, approx_window_count(v, ts, 100000) FROM events GROUP BY k",
-        "exact two-pass": "SELECT e.k, count_if(v AND ts > now - 100000) FROM events e JOIN "
-                          "(SELECT k, max(ts) AS now FROM events GROUP BY k) m ON e.k = m.k GROUP BY e.k",
-        "percentile_approx (peer sketch)": "SELECT k, percentile_approx(ts, 0.5) FROM events GROUP BY k",
-    }
-    results = {name: measured(spark, spark.sql(q)) for name, q in queries.items()}
-    approx = results["approx_window_count"].seconds
-    for name, m in results.items():
-        report.add("groupby", name, "seconds", m.seconds, "s")
-        report.add("groupby", name, "peak task memory", m.peak_task_bytes, "bytes",
-                   f"spilled {m.spilled_bytes:.0f}")
-    report.table(f"GROUP BY: {sizes.group_keys:,} keys over {sizes.group_rows:,} rows",
-                 ["query", "seconds", "÷ approx", "peak task MB", "spilled MB"],
-                 [(name, f"{m.seconds:.2f}", f"{m.seconds / approx:.2f}",
-                   megabytes(m.peak_task_bytes), megabytes(m.spilled_bytes))
-                  for name, m in results.items()],
-                 "Peak task memory as above, Spark-managed memory only: approx_window_count and "
-                 "percentile_approx are object aggregates whose buffers live on the heap, "
-                 "outside Spark's memory manager, so they show 0 here; the exact query's hash "
-                 "aggregation and join show what they took. A sketch per key is a few hundred "
-                 "bytes (the state-size table).")
+    """approx_window_count GROUP BY against Spark's own sketch aggregate (approx_count_distinct,
+    HLL++ in the code-generated hash aggregate), a peer object aggregate (percentile_approx),
+    the exact two-pass answer and count_if (exact, no window: the floor)."""
+    lines = []
+    for keys in sorted({10_000, sizes.group_keys}):
+        spark.range(sizes.group_rows).selectExpr(
+            f"(id * 7919) % {keys} AS k", "id AS ts", "(id * 31) % 10 < 3 AS v") \
+            .createOrReplaceTempView("events")
+        compared = {
+            "approx_window_count": "SELECT k, approx_window_count(v, ts, 100000) FROM events GROUP BY k",
+            "approx_count_distinct (Spark's sketch)":
+                "SELECT k, approx_count_distinct(ts) FROM events GROUP BY k",
+        }
+        others = {
+            "count_if (exact, no window)": "SELECT k, count_if(v) FROM events GROUP BY k",
+            "exact two-pass": "SELECT e.k, count_if(v AND ts > now - 100000) FROM events e JOIN "
+                              "(SELECT k, max(ts) AS now FROM events GROUP BY k) m ON e.k = m.k "
+                              "GROUP BY e.k",
+            "percentile_approx (peer object aggregate)":
+                "SELECT k, percentile_approx(ts, 0.5) FROM events GROUP BY k",
+        }
+        # The compared pair: best of 3 runs each, alternating, so noise does not pick a side.
+        results = {}
+        for _ in range(3):
+            for name, q in compared.items():
+                m = measured(spark, spark.sql(q))
+                if name not in results or m.seconds < results[name].seconds:
+                    results[name] = m
+        results.update({name: measured(spark, spark.sql(q)) for name, q in others.items()})
+        approx = results["approx_window_count"].seconds
+        for name, m in results.items():
+            report.add("groupby", f"{keys} keys {name}", "seconds", m.seconds, "s")
+            report.add("groupby", f"{keys} keys {name}", "peak task memory", m.peak_task_bytes,
+                       "bytes", f"spilled {m.spilled_bytes:.0f}")
+            lines.append((f"{keys:,}", name, f"{m.seconds:.2f}", f"{m.seconds / approx:.2f}",
+                          megabytes(m.peak_task_bytes), megabytes(m.spilled_bytes)))
+    report.table(f"GROUP BY over {sizes.group_rows:,} rows",
+                 ["keys", "query", "seconds", "÷ approx_window_count", "peak task MB", "spilled MB"],
+                 lines,
+                 "Window 100,000 positions, eps 0.01, Spark's default settings. approx_window_count "
+                 "and approx_count_distinct: best of 3 alternating runs; the others one warm run. "
+                 "Our aggregates run on SketchHashAggregate, Spark's object hash aggregation with "
+                 "its sort fallback threshold sized to the heap (128 keys a task otherwise). Peak "
+                 "task memory is Spark-managed memory only: object aggregates (ours, "
+                 "percentile_approx) keep their buffers on the heap, outside Spark's memory "
+                 "manager, so they show 0 here. A sketch per key is a few hundred bytes (the "
+                 "state-size table).")
 
 
 def state_size(spark, sizes, report):

@@ -168,3 +168,22 @@ def test_merging_different_parameters_is_an_error(sketches):
     a, b = sketches.dyadic(100, 0.1), sketches.dyadic(100, 0.05)
     with pytest.raises(Exception, match="different parameters"):
         a.merge(b)
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+@pytest.mark.parametrize("window", [3, 2000, 10**9])
+@pytest.mark.parametrize("eps", [0.5, 0.05, 0.01])
+def test_nodes_held_stay_within_the_bound_hash_aggregation_plans_with(
+        sketches, spark, order, window, eps):
+    """GROUP BY keeps as many sketches in its hash map as fit user memory at
+    heldBytesBound (SketchHashAggregateExec): after every insert of bursty streams, in
+    order and shuffled, the nodes held (20 bytes each) stay within it."""
+    from windowsketch import _scala_object
+
+    bound = _scala_object(spark, "windowsketch.core.DyadicWindowSketch").heldBytesBound(
+        window, float(eps))
+    rng = np.random.default_rng(stable_seed(order, window, eps))
+    ts, events = bursty_stream(rng, 6000, 40_000)
+    permutation = ORDERS[order](rng, len(ts))
+    rows = sketches.run_any_order(window, eps, ts[permutation], events[permutation])
+    assert 20 * rows[:, 3].max() <= bound, (rows[:, 3].max(), bound)

@@ -24,7 +24,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
   ExponentialHistogram.checkParameters(window, eps)
 
   /** Levels 0..height; the root level spans at least the window (up to 2^62). */
-  val height: Int = math.min(62, 64 - java.lang.Long.numberOfLeadingZeros(window - 1))
+  val height: Int = DyadicWindowSketch.heightFor(window)
 
   private var invariantEps = 2 * eps
   // Compressed nodes, sorted by (lo ascending, level descending): a pre-order walk.
@@ -128,7 +128,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     pendingCounts(pending) = count
     pending += 1
     // Amortized: compress once the pending nodes outnumber the compressed ones.
-    if (pending >= math.max(64, size)) compress()
+    if (pending >= math.max(DyadicWindowSketch.MinPending, size)) compress()
   }
 
   /**
@@ -300,6 +300,29 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
 object DyadicWindowSketch {
   /** The node cap: past it the sketch coarsens eps (and says so) rather than grow. */
   val MaxNodes = 4096
+
+  private def heightFor(window: Long): Int =
+    math.min(62, 64 - java.lang.Long.numberOfLeadingZeros(window - 1))
+
+  /** A node's fields: level (int), lo (long) and count (long). */
+  private val NodeBytes = 20L
+
+  /**
+   * The heap a sketch's nodes take at most (array slack aside), for sizing hash
+   * aggregation: the compressed nodes (O(1/eps) a level, a level per doubling of the
+   * window, at most [[MaxNodes]]) and as many pending ones before a compress.
+   */
+  def heldBytesBound(window: Long, eps: Double): Long = {
+    val levels = 1 + heightFor(window)
+    val nodes = math.min(MaxNodes.toDouble, (math.ceil(1 / eps) + 2) * levels).toLong
+    NodeBytes * (nodes + math.max(MinPending, nodes))
+  }
+
+  /** [[heldBytesBound]] whatever the parameters: the node cap, compressed and pending. */
+  val MaxHeldBytes: Long = 2 * NodeBytes * MaxNodes
+
+  /** Pending nodes wait for a compress until they outnumber the compressed ones, or this. */
+  private val MinPending = 64
 
   /** Counts are sums of weights: overflowing a long is an error, never a wrap-around. */
   private def plus(a: Long, b: Long): Long =

@@ -1,7 +1,8 @@
 package windowsketch.spark
 
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.windowsketch.{FunctionRegistrations, OrderedWindowFrames}
+import org.apache.spark.sql.windowsketch.{FunctionRegistrations, OrderedWindowFrames,
+  SketchHashAggregateRule}
 
 /**
  * Registers windowsketch's SQL functions in every session of a Spark application:
@@ -13,5 +14,6 @@ class WindowSketchExtensions extends (SparkSessionExtensions => Unit) {
     SparkLineCheck.requireBuiltLine()
     FunctionRegistrations.all.foreach(extensions.injectFunction)
     extensions.injectOptimizerRule(_ => OrderedWindowFrames)
+    extensions.injectColumnar(_ => SketchHashAggregateRule)
   }
 }

@@ -15,7 +15,8 @@ import windowsketch.core.{DyadicWindowSketch, SketchFormat, WindowCountSketch}
  * rows into a sketch, merging and the binary state. Subclasses choose the result.
  */
 abstract class WindowCountAggregate
-  extends TypedImperativeAggregate[WindowCountSketch] with QuaternaryLike[Expression] {
+  extends TypedImperativeAggregate[WindowCountSketch] with QuaternaryLike[Expression]
+  with BoundedBufferAggregate {
 
   def v: Expression
   def ts: Expression
@@ -46,6 +47,8 @@ abstract class WindowCountAggregate
     sketch.microsecondTime = microsecondTime
     sketch
   }
+
+  override def bufferBytesBound: Long = DyadicWindowSketch.heldBytesBound(windowLength, epsilon)
 
   override def createAggregationBuffer(): WindowCountSketch =
     labelled(new DyadicWindowSketch(windowLength, epsilon))

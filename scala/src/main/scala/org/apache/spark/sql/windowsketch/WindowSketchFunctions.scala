@@ -194,9 +194,12 @@ case class WindowSketchMerge(
     sketch: Expression,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends SketchMergeAggregate[WindowCountSketch] {
+  extends SketchMergeAggregate[WindowCountSketch] with BoundedBufferAggregate {
 
   def this(sketch: Expression) = this(sketch, 0, 0)
+
+  // The sketches' parameters are in their bytes, unknown until they are read.
+  override def bufferBytesBound: Long = DyadicWindowSketch.MaxHeldBytes
 
   override def prettyName: String = WindowSketchMerge.Name
 

@@ -1,0 +1,139 @@
+package org.apache.spark.sql.windowsketch
+
+import java.util.concurrent.TimeUnit.NANOSECONDS
+
+import org.apache.spark.SparkEnv
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, MutableProjection,
+  NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan}
+import org.apache.spark.sql.execution.aggregate.{BaseAggregateExec, ObjectAggregationIterator,
+  ObjectHashAggregateExec}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.internal.SQLConf
+
+/** An aggregate whose buffer's heap size has a bound known when the query is planned. */
+trait BoundedBufferAggregate {
+  def bufferBytesBound: Long
+}
+
+/**
+ * Spark's object hash aggregation, for plans whose aggregates are all windowsketch's
+ * bounded sketches, with a sort fallback threshold sized to the heap.
+ *
+ * `ObjectHashAggregateExec` switches to sorting the rest of a task's input once its hash
+ * map holds `spark.sql.objectHashAggregate.sortBased.fallbackThreshold` keys (128): a
+ * guard for buffers that can grow without bound (collect_list). A GROUP BY over 10^4 keys
+ * then sorts nearly every row, and that sort was a quarter of approx_window_count's time.
+ * Our buffers are bounded, so each task may keep as many keys as fit its share of Spark's
+ * user memory at that bound. The operator is otherwise Spark's: the same iterator,
+ * metrics and output.
+ */
+case class SketchHashAggregateExec(
+    requiredChildDistributionExpressions: Option[Seq[Expression]],
+    isStreaming: Boolean,
+    numShufflePartitions: Option[Int],
+    groupingExpressions: Seq[NamedExpression],
+    aggregateExpressions: Seq[AggregateExpression],
+    aggregateAttributes: Seq[Attribute],
+    initialInputBufferOffset: Int,
+    resultExpressions: Seq[NamedExpression],
+    child: SparkPlan,
+    bytesPerKey: Long,
+    minFallbackThreshold: Int)
+  extends BaseAggregateExec {
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"),
+    "aggTime" -> SQLMetrics.createTimingMetric(sparkContext, "time in aggregation build"),
+    "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "spill size"),
+    "numTasksFallBacked" -> SQLMetrics.createMetric(sparkContext, "number of sort fallback tasks"))
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val numOutputRows = longMetric("numOutputRows")
+    val aggTime = longMetric("aggTime")
+    val spillSize = longMetric("spillSize")
+    val fallbacks = longMetric("numTasksFallBacked")
+    child.execute().mapPartitionsWithIndexInternal { (partition, rows) =>
+      val start = System.nanoTime()
+      val hasInput = rows.hasNext
+      val output =
+        if (!hasInput && groupingExpressions.nonEmpty) Iterator.empty
+        else {
+          val aggregation = new ObjectAggregationIterator(partition, child.output,
+            groupingExpressions, aggregateExpressions, aggregateAttributes,
+            initialInputBufferOffset, resultExpressions,
+            (expressions, schema) => MutableProjection.create(expressions, schema),
+            inputAttributes, rows,
+            SketchHashAggregateExec.fallbackThreshold(bytesPerKey, minFallbackThreshold),
+            numOutputRows, spillSize, fallbacks)
+          if (hasInput) aggregation
+          else {
+            numOutputRows += 1
+            Iterator.single[InternalRow](aggregation.outputForEmptyGroupingKeyWithoutInput())
+          }
+        }
+      aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
+      output
+    }
+  }
+
+  override def simpleString(maxFields: Int): String =
+    s"SketchHashAggregate(keys=${groupingExpressions.mkString("[", ", ", "]")}, " +
+      s"functions=${aggregateExpressions.mkString("[", ", ", "]")}, " +
+      s"output=${output.mkString("[", ", ", "]")}, bytesPerKey=$bytesPerKey)"
+
+  override protected def withNewChildInternal(newChild: SparkPlan): SketchHashAggregateExec =
+    copy(child = newChild)
+}
+
+object SketchHashAggregateExec {
+  /** What Spark keeps back from the heap before its memory fractions (UnifiedMemoryManager). */
+  private val ReservedHeapBytes = 300L << 20
+
+  /**
+   * Keys a task keeps in its hash map before sorting: as many as fit its share of Spark's
+   * user memory at `bytesPerKey`, and never fewer than Spark's own threshold. User memory is
+   * the heap outside `spark.memory.fraction` (after the reserved 300 MB): where Spark's
+   * memory model puts user data structures, as object aggregation buffers are; each core
+   * running a task gets an equal share.
+   */
+  def fallbackThreshold(bytesPerKey: Long, sparkThreshold: Int): Int = {
+    val runtime = Runtime.getRuntime
+    val managedFraction = Option(SparkEnv.get)
+      .map(_.conf.getDouble("spark.memory.fraction", 0.6)).getOrElse(0.6)
+    val userBytes = (runtime.maxMemory - ReservedHeapBytes) * (1 - managedFraction)
+    val keys = userBytes / math.max(1, runtime.availableProcessors) / math.max(1L, bytesPerKey)
+    math.max(sparkThreshold.toLong, math.min(keys.toLong, Int.MaxValue.toLong)).toInt
+  }
+}
+
+/**
+ * Plans windowsketch's GROUP BY aggregates on [[SketchHashAggregateExec]]: an
+ * `ObjectHashAggregateExec` all of whose functions are bounded sketches, when the user has
+ * not set the fallback threshold (a setting of theirs is kept as it is).
+ */
+object SketchHashAggregates extends Rule[SparkPlan] {
+  private val thresholdKey = SQLConf.OBJECT_AGG_SORT_BASED_FALLBACK_THRESHOLD.key
+
+  override def apply(plan: SparkPlan): SparkPlan =
+    if (conf.contains(thresholdKey)) plan
+    else plan.transformUp {
+      case a: ObjectHashAggregateExec if a.aggregateExpressions.nonEmpty &&
+          a.aggregateExpressions.forall(_.aggregateFunction.isInstanceOf[BoundedBufferAggregate]) =>
+        val bytesPerKey = a.aggregateExpressions.map(
+          _.aggregateFunction.asInstanceOf[BoundedBufferAggregate].bufferBytesBound).sum
+        SketchHashAggregateExec(a.requiredChildDistributionExpressions, a.isStreaming,
+          a.numShufflePartitions, a.groupingExpressions, a.aggregateExpressions,
+          a.aggregateAttributes, a.initialInputBufferOffset, a.resultExpressions, a.child,
+          bytesPerKey, conf.objectAggSortBasedFallbackThreshold)
+    }
+}
+
+/** Applies [[SketchHashAggregates]] to every physical plan, before columnar transitions. */
+object SketchHashAggregateRule extends ColumnarRule {
+  override def preColumnarTransitions: Rule[SparkPlan] = SketchHashAggregates
+}

@@ -1,0 +1,125 @@
+"""GROUP BY plans: windowsketch's bounded sketches aggregate on SketchHashAggregateExec,
+which keeps Spark's object hash aggregation but sizes its sort fallback threshold to the
+heap; anything else, or a threshold the user set, stays on Spark's own operator."""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+from conftest import exact_in_window
+
+THRESHOLD = "spark.sql.objectHashAggregate.sortBased.fallbackThreshold"
+KEYS = 1500  # well over Spark's 128 keys a task, so Spark's operator would sort
+WINDOW, EPS = 400, 0.05
+
+
+@pytest.fixture(scope="module")
+def keyed_events(spark):
+    """Per key: bursts of events at the window edge, gaps and duplicate timestamps."""
+    rng = np.random.default_rng(23)
+    n = 60_000
+    keys = rng.integers(0, KEYS, n)
+    ts = rng.integers(0, 3000, n) // rng.choice([1, 1, 7], n) * rng.choice([1, 1, 7], n)
+    events = (rng.random(n) < 0.3) | ((ts % 1000) > 990)
+    rows = [(int(k), int(t), bool(e)) for k, t, e in zip(keys, ts, events)]
+    df = spark.createDataFrame(rows, "k INT, ts BIGINT, v BOOLEAN").repartition(2)
+    df.createOrReplaceTempView("keyed_events")
+    return keys, ts, events
+
+
+@contextlib.contextmanager
+def fallback_threshold(spark, value):
+    spark.conf.set(THRESHOLD, str(value))
+    try:
+        yield
+    finally:
+        spark.conf.unset(THRESHOLD)
+
+
+def final_plan(df):
+    """The executed plan's nodes (adaptive query stages opened), after running `df`."""
+    df.collect()
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        plan = plan.executedPlan()
+    nodes, todo = [], [plan]
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        if node.nodeName().endswith("QueryStage"):
+            todo.append(node.plan())
+        children = node.children()
+        todo.extend(children.apply(i) for i in range(children.size()))
+    return nodes
+
+
+def aggregates(nodes):
+    return sorted(n.nodeName() for n in nodes if "Aggregate" in n.nodeName())
+
+
+QUERY = f"SELECT k, approx_window_count(v, ts, {WINDOW}, {EPS}) AS n FROM keyed_events GROUP BY k"
+
+
+def test_sketch_aggregates_run_on_the_heap_sized_operator_and_never_sort(spark, keyed_events):
+    nodes = final_plan(spark.sql(QUERY))
+    assert aggregates(nodes) == ["SketchHashAggregate", "SketchHashAggregate"]
+    for node in nodes:
+        if node.nodeName() == "SketchHashAggregate":
+            assert node.metrics().get("numTasksFallBacked").get().value() == 0
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT k, approx_window_sum(CAST(v AS INT) * 5, ts, 100) FROM keyed_events GROUP BY k",
+    "SELECT k, window_sketch(v, ts, 100) FROM keyed_events GROUP BY k",
+    "SELECT k % 3, window_sketch_merge(s) FROM "
+    "(SELECT k, window_sketch(v, ts, 100) AS s FROM keyed_events GROUP BY k) GROUP BY k % 3",
+    "SELECT approx_window_count(v, ts, 100), approx_window_count_bounds(v, ts, 100) "
+    "FROM keyed_events",
+])
+def test_every_bounded_sketch_aggregate_gets_the_operator(spark, keyed_events, query):
+    names = aggregates(final_plan(spark.sql(query)))
+    assert names and set(names) == {"SketchHashAggregate"}, names
+
+
+def test_a_threshold_the_user_set_and_unbounded_aggregates_stay_on_sparks_operator(
+        spark, keyed_events):
+    with fallback_threshold(spark, 128):
+        assert set(aggregates(final_plan(spark.sql(QUERY)))) == {"ObjectHashAggregate"}
+    mixed = spark.sql(f"SELECT k, approx_window_count(v, ts, {WINDOW}), collect_list(ts) "
+                      "FROM keyed_events GROUP BY k")
+    assert set(aggregates(final_plan(mixed))) == {"ObjectHashAggregate"}
+
+
+def test_answers_equal_sparks_sorting_operator_and_the_bound_on_every_key(spark, keyed_events):
+    keys, ts, events = keyed_events
+    ours = dict(spark.sql(QUERY).collect())
+    with fallback_threshold(spark, 2):  # Spark's operator, sorting after two keys
+        sorted_plan = spark.sql(QUERY)
+        nodes = final_plan(sorted_plan)
+        assert any(n.nodeName() == "ObjectHashAggregate"
+                   and n.metrics().get("numTasksFallBacked").get().value() > 0 for n in nodes)
+        theirs = dict(sorted_plan.collect())
+    assert ours == theirs
+    assert len(ours) == KEYS
+    for key, estimate in ours.items():
+        exact = exact_in_window(ts[keys == key], events[keys == key], WINDOW)
+        assert abs(estimate - exact) <= EPS * exact, (key, estimate, exact)
+
+
+def test_a_global_aggregate_of_no_rows_still_answers_one_row(spark, keyed_events):
+    rows = spark.sql(f"SELECT approx_window_count(v, ts, {WINDOW}) FROM keyed_events "
+                     "WHERE k < 0").collect()
+    assert [tuple(r) for r in rows] == [(0,)]
+
+
+def test_the_threshold_is_the_heaps_share_never_below_sparks(spark):
+    from windowsketch import _scala_object
+
+    operator = _scala_object(spark, "org.apache.spark.sql.windowsketch.SketchHashAggregateExec")
+    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+    user_bytes = (runtime.maxMemory() - (300 << 20)) * 0.4 / runtime.availableProcessors()
+    assert operator.fallbackThreshold(10_000, 128) == int(user_bytes / 10_000)
+    assert operator.fallbackThreshold(1 << 40, 128) == 128
+    assert operator.fallbackThreshold(1, 128) == min(int(user_bytes), 2**31 - 1)
