@@ -842,18 +842,23 @@ class _Dyadic:
         """What the JVM's checkInvariant finds wrong with stored nodes, or None."""
         size = len(nodes)
         los = [node[1] for node in nodes]
-        prefix = [0] * (size + 1)
-        for i, node in enumerate(nodes):
-            prefix[i + 1] = prefix[i] + node[2]
-        stack: list[int] = []
-        above_and_own: list[int] = []
         last = _Dyadic.last
+        # Order and window first, for every node; then (I), at internal nodes only.
         for i, (level, lo, count) in enumerate(nodes):
             if i > 0 and not (los[i - 1] < lo or (los[i - 1] == lo and nodes[i - 1][0] > level)):
                 return f"nodes out of order at {i}"
             node_last = last(level, lo)
             if lo > now or not (node_last > now or _unsigned(now - node_last) < window):
                 return f"node {i} lies outside the window"
+        if all(level == 0 for level, _, _ in nodes):
+            return None
+        prefix = [0] * (size + 1)
+        for i, node in enumerate(nodes):
+            prefix[i + 1] = prefix[i] + node[2]
+        stack: list[int] = []
+        above_and_own: list[int] = []
+        for i, (level, lo, count) in enumerate(nodes):
+            node_last = last(level, lo)
             while stack and not (los[stack[-1]] <= lo and
                                  node_last <= last(nodes[stack[-1]][0], los[stack[-1]])):
                 stack.pop()

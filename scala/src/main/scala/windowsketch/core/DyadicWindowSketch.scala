@@ -28,15 +28,16 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
 
   private var invariantEps = 2 * eps
   // Compressed nodes, sorted by (lo ascending, level descending): a pre-order walk.
-  // Small to start with: GROUP BY may hold a sketch for each of millions of keys.
-  private var levels = new Array[Int](4)
-  private var los = new Array[Long](4)
-  private var counts = new Array[Long](4)
+  // Empty to start with, allocated on first use: GROUP BY may hold a sketch for each of
+  // millions of keys, and a sketch read from bytes brings its own arrays.
+  private var levels = Array.emptyIntArray
+  private var los = Array.emptyLongArray
+  private var counts = Array.emptyLongArray
   private var size = 0
   // Events and foreign nodes not yet compressed, in no order.
-  private var pendingLevels = new Array[Int](4)
-  private var pendingLos = new Array[Long](4)
-  private var pendingCounts = new Array[Long](4)
+  private var pendingLevels = Array.emptyIntArray
+  private var pendingLos = Array.emptyLongArray
+  private var pendingCounts = Array.emptyLongArray
   private var pending = 0
 
   private var seenAny = false
@@ -118,7 +119,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
 
   private def addPending(level: Int, lo: Long, count: Long): Unit = {
     if (pending == pendingLos.length) {
-      val n = 2 * pending
+      val n = math.max(4, 2 * pending)
       pendingLevels = java.util.Arrays.copyOf(pendingLevels, n)
       pendingLos = java.util.Arrays.copyOf(pendingLos, n)
       pendingCounts = java.util.Arrays.copyOf(pendingCounts, n)
@@ -145,40 +146,49 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     }
   }
 
-  /** Moves pending into the node arrays, sorted, duplicates summed, expired dropped. */
+  /**
+   * Moves pending into the node arrays, sorted, duplicates summed, expired dropped. The
+   * compressed nodes are sorted already: only the pending ones are sorted, then the two
+   * runs are merged.
+   */
   private def gatherSorted(): Int = {
-    val total = size + pending
-    val lv = java.util.Arrays.copyOf(levels, total)
-    val lo = java.util.Arrays.copyOf(los, total)
-    val ct = java.util.Arrays.copyOf(counts, total)
-    System.arraycopy(pendingLevels, 0, lv, size, pending)
-    System.arraycopy(pendingLos, 0, lo, size, pending)
-    System.arraycopy(pendingCounts, 0, ct, size, pending)
-    pending = 0
-    val order = NodeOrder.sorted(lv, lo, total)
+    val order = NodeOrder.sorted(pendingLevels, pendingLos, pending)
+    val oldLevels = levels
+    val oldLos = los
+    val oldCounts = counts
+    val oldSize = size
+    levels = new Array[Int](oldSize + pending)
+    los = new Array[Long](oldSize + pending)
+    counts = new Array[Long](oldSize + pending)
     var n = 0
-    var i = 0
-    while (i < total) {
-      val j = order(i)
-      if (afterEdge(last(lv(j), lo(j)))) {
-        if (n > 0 && levels(n - 1) == lv(j) && los(n - 1) == lo(j)) {
-          counts(n - 1) = DyadicWindowSketch.plus(counts(n - 1), ct(j))
+    var a = 0
+    var b = 0
+    while (a < oldSize || b < pending) {
+      val fromPending = a == oldSize || (b < pending &&
+        NodeOrder.before(pendingLevels(order(b)), pendingLos(order(b)), oldLevels(a), oldLos(a)))
+      var lv = 0
+      var lo = 0L
+      var ct = 0L
+      if (fromPending) {
+        val j = order(b)
+        lv = pendingLevels(j); lo = pendingLos(j); ct = pendingCounts(j)
+        b += 1
+      } else {
+        lv = oldLevels(a); lo = oldLos(a); ct = oldCounts(a)
+        a += 1
+      }
+      if (afterEdge(last(lv, lo))) {
+        if (n > 0 && levels(n - 1) == lv && los(n - 1) == lo) {
+          counts(n - 1) = DyadicWindowSketch.plus(counts(n - 1), ct)
         } else {
-          if (n == levels.length) grow(math.max(16, 2 * n))
-          levels(n) = lv(j); los(n) = lo(j); counts(n) = ct(j)
+          levels(n) = lv; los(n) = lo; counts(n) = ct
           n += 1
         }
       }
-      i += 1
     }
+    pending = 0
     size = n
     n
-  }
-
-  private def grow(capacity: Int): Unit = {
-    levels = java.util.Arrays.copyOf(levels, capacity)
-    los = java.util.Arrays.copyOf(los, capacity)
-    counts = java.util.Arrays.copyOf(counts, capacity)
   }
 
   /** One top-down pass over the sorted nodes; returns the new node count. */
@@ -261,14 +271,8 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
    */
   def checkInvariant(): Option[String] = {
     if (pending != 0) return Some("uncompressed nodes")
-    val prefix = new Array[Long](size + 1)
+    var internal = false
     var i = 0
-    while (i < size) { prefix(i + 1) = prefix(i) + counts(i); i += 1 }
-    // Ancestors of the current node that hold counts, outermost first, with A + c of each.
-    val stack = new Array[Int](height + 1)
-    val aboveAndOwn = new Array[Long](height + 1)
-    var depth = 0
-    i = 0
     while (i < size) {
       val lv = levels(i)
       val lo = los(i)
@@ -276,6 +280,27 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
         return Some(s"nodes out of order at $i")
       }
       if (lo > nowTs || !afterEdge(last(lv, lo))) return Some(s"node $i lies outside the window")
+      internal |= lv > 0
+      i += 1
+    }
+    // (I) constrains internal nodes only: a sketch of leaves (most small ones) holds it.
+    if (internal) checkInternalNodes() else None
+  }
+
+  /** (I) at every internal node of the sorted, in-window nodes. */
+  private def checkInternalNodes(): Option[String] = {
+    val prefix = new Array[Long](size + 1)
+    var i = 0
+    while (i < size) { prefix(i + 1) = prefix(i) + counts(i); i += 1 }
+    // Ancestors of the current node that hold counts, outermost first, with A + c of each.
+    val depths = math.min(height, size) + 1
+    val stack = new Array[Int](depths)
+    val aboveAndOwn = new Array[Long](depths)
+    var depth = 0
+    i = 0
+    while (i < size) {
+      val lv = levels(i)
+      val lo = los(i)
       while (depth > 0 && !(los(stack(depth - 1)) <= lo &&
           last(lv, lo) <= last(levels(stack(depth - 1)), los(stack(depth - 1))))) {
         depth -= 1
@@ -348,34 +373,57 @@ private final class NodeBuffer(capacity: Int) {
 
 /** Sorts node indices by (lo ascending, level descending) with a primitive merge sort. */
 private object NodeOrder {
+  /**
+   * The indices of the n nodes in pre-order, by a stable merge sort over the ascending runs
+   * the nodes come in: merged sketches bring their nodes sorted.
+   */
   def sorted(levels: Array[Int], los: Array[Long], n: Int): Array[Int] = {
-    var src = Array.tabulate(n)(identity)
+    if (n < 2) return Array.range(0, n)
+    // Run r is [starts(r), starts(r + 1)); starts(runs) = n.
+    val starts = new Array[Int](n + 1)
+    var runs = 0
+    var i = 1
+    while (i < n) {
+      if (before(levels(i), los(i), levels(i - 1), los(i - 1))) { runs += 1; starts(runs) = i }
+      i += 1
+    }
+    runs += 1
+    starts(runs) = n
+    var src = new Array[Int](n)
+    i = 0
+    while (i < n) { src(i) = i; i += 1 }
     var dst = new Array[Int](n)
-    var width = 1
-    while (width < n) {
-      var lo = 0
-      while (lo < n) {
-        val mid = math.min(lo + width, n)
-        val hi = math.min(lo + 2 * width, n)
-        var i = lo
-        var j = mid
+    while (runs > 1) {
+      var merged = 0
+      var r = 0
+      while (r < runs) {
+        val lo = starts(r)
+        val mid = starts(math.min(r + 1, runs))
+        val hi = starts(math.min(r + 2, runs))
+        var a = lo
+        var b = mid
         var k = lo
         while (k < hi) {
-          if (j >= hi || (i < mid && !before(levels, los, src(j), src(i)))) {
-            dst(k) = src(i); i += 1
+          if (b >= hi ||
+              (a < mid && !before(levels(src(b)), los(src(b)), levels(src(a)), los(src(a))))) {
+            dst(k) = src(a); a += 1
           } else {
-            dst(k) = src(j); j += 1
+            dst(k) = src(b); b += 1
           }
           k += 1
         }
-        lo = hi
+        starts(merged) = lo
+        merged += 1
+        r += 2
       }
+      starts(merged) = n
+      runs = merged
       val t = src; src = dst; dst = t
-      width *= 2
     }
     src
   }
 
-  private def before(levels: Array[Int], los: Array[Long], x: Int, y: Int): Boolean =
-    los(x) < los(y) || (los(x) == los(y) && levels(x) > levels(y))
+  /** Pre-order: node (level x, lo x) comes before node (level y, lo y). */
+  def before(levelX: Int, loX: Long, levelY: Int, loY: Long): Boolean =
+    loX < loY || (loX == loY && levelX > levelY)
 }

@@ -80,18 +80,17 @@ object WindowSketchAgg {
 
 /** Reads sketch bytes from a column, naming the function in every error. */
 private[windowsketch] object SketchInput {
+  // Called per row: a try in each, no by-name closure to allocate.
   def read(bytes: Array[Byte], function: String): WindowCountSketch =
-    named(function)(SketchFormat.deserialize(bytes))
+    try SketchFormat.deserialize(bytes)
+    catch { case e: CorruptSketchException => throw named(function, e) }
 
   def readDistinct(bytes: Array[Byte], function: String): SlidingHyperLogLog =
-    named(function)(SketchFormat.deserializeDistinct(bytes))
+    try SketchFormat.deserializeDistinct(bytes)
+    catch { case e: CorruptSketchException => throw named(function, e) }
 
-  private def named[S](function: String)(read: => S): S =
-    try read
-    catch {
-      case e: CorruptSketchException =>
-        throw new IllegalArgumentException(s"$function: ${e.getMessage}", e)
-    }
+  private def named(function: String, e: CorruptSketchException): IllegalArgumentException =
+    new IllegalArgumentException(s"$function: ${e.getMessage}", e)
 
   def checkBinary(sketch: Expression, maker: String): TypeCheckResult =
     if (sketch.dataType == BinaryType || sketch.dataType == NullType) TypeCheckSuccess
