@@ -5,8 +5,7 @@ what a user would write instead, in the same process.
 
 writes DIR/report.md, DIR/results.csv and PNG plots (default DIR: benchmarks/report).
 --quick runs small sizes in a minute or two (CI runs it to keep the harness working);
-the committed full report is `python benchmarks/run.py --out docs/performance`, and
-`--only stored_sketches --out docs/performance/stored` the stored-sketch section alone.
+the committed full report is `python benchmarks/run.py --out docs/performance`.
 """
 from __future__ import annotations
 
