@@ -128,6 +128,18 @@ def measured(spark, df) -> Measured:
     return Measured(seconds, peak, spilled)
 
 
+def best_alternating(spark, queries: dict, runs: int = 3) -> dict:
+    """The fastest of `runs` measured runs of each query, alternating between them so that
+    noise picks no side: short queries compared in one table."""
+    best: dict = {}
+    for _ in range(runs):
+        for name, q in queries.items():
+            m = measured(spark, spark.sql(q))
+            if name not in best or m.seconds < best[name].seconds:
+                best[name] = m
+    return best
+
+
 def megabytes(n: float) -> str:
     return f"{n / 2**20:,.1f}"
 
@@ -301,11 +313,7 @@ def distinct_group_by(spark, sizes, report):
                                             "FROM visits GROUP BY k",
             "approx_count_distinct": "SELECT k, approx_count_distinct(u) FROM visits GROUP BY k",
         }
-        # Short queries: the best of 3 runs each, alternating, so noise does not pick a side.
-        results = {name: float("inf") for name in queries}
-        for _ in range(3):
-            for name, q in queries.items():
-                results[name] = min(results[name], measured(spark, spark.sql(q)).seconds)
+        results = {name: m.seconds for name, m in best_alternating(spark, queries).items()}
         ours = results["approx_window_count_distinct"]
         for name, seconds in results.items():
             report.add("distinct groupby", f"{keys} keys {name}", "seconds", seconds, "s")
@@ -360,13 +368,7 @@ def group_by(spark, sizes, report):
             "percentile_approx (peer object aggregate)":
                 "SELECT k, percentile_approx(ts, 0.5) FROM events GROUP BY k",
         }
-        # The compared pair: best of 3 runs each, alternating, so noise does not pick a side.
-        results = {}
-        for _ in range(3):
-            for name, q in compared.items():
-                m = measured(spark, spark.sql(q))
-                if name not in results or m.seconds < results[name].seconds:
-                    results[name] = m
+        results = best_alternating(spark, compared)
         results.update({name: measured(spark, spark.sql(q)) for name, q in others.items()})
         approx = results["approx_window_count"].seconds
         for name, m in results.items():
@@ -612,11 +614,8 @@ def sketch_columns(spark, sizes, report, workdir):
     }
     lines = []
     for case, (ours, theirs) in cases.items():
-        # Sub-second queries: the best of 3 runs each, alternating, so noise picks no side.
-        mine = hll = float("inf")
-        for _ in range(3):
-            mine = min(mine, measured(spark, spark.sql(ours)).seconds)
-            hll = min(hll, measured(spark, spark.sql(theirs)).seconds)
+        best = best_alternating(spark, {"ours": ours, "hll": theirs})
+        mine, hll = best["ours"].seconds, best["hll"].seconds
         report.add("sketch columns", f"{case} window_sketch", "seconds", mine, "s")
         report.add("sketch columns", f"{case} hll", "seconds", hll, "s")
         lines.append((case, f"{mine:.2f}", f"{hll:.2f}", f"{mine / hll:.2f}"))

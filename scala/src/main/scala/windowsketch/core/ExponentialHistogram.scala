@@ -99,14 +99,9 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
 
   // Scratch for addMany: the runs carried into a level, oldest first, and those its pairs
   // send to the next level. Few: a level's own runs, plus one or two per run carried in.
-  private[this] var carryNewest: Array[Long] = Array.emptyLongArray
-  private[this] var carryOldest: Array[Long] = Array.emptyLongArray
-  private[this] var carryLength: Array[Long] = Array.emptyLongArray
-  private[this] var carryRuns = 0
-  private[this] var nextNewest: Array[Long] = Array.emptyLongArray
-  private[this] var nextOldest: Array[Long] = Array.emptyLongArray
-  private[this] var nextLength: Array[Long] = Array.emptyLongArray
-  private[this] var nextRuns = 0
+  // Made on the first weighted insert: counts never need them.
+  private[this] var carry: RunList = null
+  private[this] var next: RunList = null
 
   /**
    * Counts `weight` events at `ts` as `weight` calls of [[addNewest]] would, level by level.
@@ -120,14 +115,15 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
     if (bucketTotal > Long.MaxValue - weight) {
       throw new ArithmeticException("the sum of the window's values overflows BIGINT")
     }
-    carryRuns = 0
-    pushCarry(ts, ts, weight)
+    if (carry == null) { carry = new RunList; next = new RunList }
+    carry.clear()
+    carry.push(ts, ts, weight)
     var carried = weight
     var level = 0
     while (carried > 0) {
       ensureLevel(level)
       val total = levelBuckets(level) + carried
-      nextRuns = 0
+      next.clear()
       var kept = total
       if (total >= mergeAt) {
         val pairs = 1 + (total - mergeAt) / 2 // merges unit inserts would make here
@@ -136,16 +132,13 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
       }
       // What is left of the carried runs stays, after the level's own.
       var r = 0
-      while (r < carryRuns) {
-        if (carryLength(r) > 0) append(level, carryNewest(r), carryOldest(r), carryLength(r))
+      while (r < carry.size) {
+        if (carry.length(r) > 0) append(level, carry.newest(r), carry.oldest(r), carry.length(r))
         r += 1
       }
       levelBuckets(level) = kept.toInt
       // The pairs are the next level's carried runs.
-      val n = carryNewest; carryNewest = nextNewest; nextNewest = n
-      val o = carryOldest; carryOldest = nextOldest; nextOldest = o
-      val l = carryLength; carryLength = nextLength; nextLength = l
-      carryRuns = nextRuns
+      val pairs = next; next = carry; carry = pairs
       carried = (total - kept) / 2
       level += 1
     }
@@ -169,63 +162,26 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
     while (remaining > 0) {
       val own = ringRuns(level) > 0
       val s = if (own) slot(level, 0) else 0
-      val newest = if (own) newestTs(s) else carryNewest(r)
-      val oldest = if (own) oldestTs(s) else carryOldest(r)
-      val length = if (own) runLength(s) else carryLength(r)
+      val newest = if (own) newestTs(s) else carry.newest(r)
+      val oldest = if (own) oldestTs(s) else carry.oldest(r)
+      val length = if (own) runLength(s) else carry.length(r)
       val taken = math.min(length, remaining)
       remaining -= taken
       var unpaired = taken
       if (waiting) {
-        pushNext(newest, waitingOldest, 1)
+        next.push(newest, waitingOldest, 1)
         unpaired -= 1
         waiting = false
       }
-      if (unpaired >= 2) pushNext(newest, oldest, unpaired / 2)
+      if (unpaired >= 2) next.push(newest, oldest, unpaired / 2)
       if ((unpaired & 1L) == 1L) { waiting = true; waitingOldest = oldest }
       if (own) {
         if (taken == length) dropRuns(level, 1) else runLength(s) = length - taken
       } else {
-        carryLength(r) = length - taken
+        carry.length(r) = length - taken
         if (taken == length) r += 1
       }
     }
-  }
-
-  /** Appends a run to the carried runs, joining the newest if its buckets are the same. */
-  private def pushCarry(newest: Long, oldest: Long, length: Long): Unit = {
-    if (carryRuns > 0 && carryNewest(carryRuns - 1) == newest &&
-        carryOldest(carryRuns - 1) == oldest) {
-      carryLength(carryRuns - 1) += length
-    } else {
-      if (carryRuns == carryNewest.length) growScratch()
-      carryNewest(carryRuns) = newest
-      carryOldest(carryRuns) = oldest
-      carryLength(carryRuns) = length
-      carryRuns += 1
-    }
-  }
-
-  /** [[pushCarry]] for the next level's carried runs. */
-  private def pushNext(newest: Long, oldest: Long, length: Long): Unit = {
-    if (nextRuns > 0 && nextNewest(nextRuns - 1) == newest && nextOldest(nextRuns - 1) == oldest) {
-      nextLength(nextRuns - 1) += length
-    } else {
-      if (nextRuns == nextNewest.length) growScratch()
-      nextNewest(nextRuns) = newest
-      nextOldest(nextRuns) = oldest
-      nextLength(nextRuns) = length
-      nextRuns += 1
-    }
-  }
-
-  private def growScratch(): Unit = {
-    val n = math.max(8, 2 * math.max(carryNewest.length, nextNewest.length))
-    carryNewest = java.util.Arrays.copyOf(carryNewest, n)
-    carryOldest = java.util.Arrays.copyOf(carryOldest, n)
-    carryLength = java.util.Arrays.copyOf(carryLength, n)
-    nextNewest = java.util.Arrays.copyOf(nextNewest, n)
-    nextOldest = java.util.Arrays.copyOf(nextOldest, n)
-    nextLength = java.util.Arrays.copyOf(nextLength, n)
   }
 
   /**
@@ -476,6 +432,31 @@ object ExponentialHistogram {
     require(window > 0, s"window must be positive, got $window")
     require(eps >= MinEps && eps < 1.0, s"eps must be in [$MinEps, 1), got $eps")
   }
+}
+
+/** Runs of equal buckets (newest, oldest, how many), oldest first: addMany's scratch. */
+private final class RunList {
+  var newest: Array[Long] = new Array[Long](8)
+  var oldest: Array[Long] = new Array[Long](8)
+  var length: Array[Long] = new Array[Long](8)
+  var size = 0
+
+  def clear(): Unit = size = 0
+
+  /** Appends a run, joining the newest if its buckets are the same. */
+  def push(n: Long, o: Long, count: Long): Unit =
+    if (size > 0 && newest(size - 1) == n && oldest(size - 1) == o) length(size - 1) += count
+    else {
+      if (size == newest.length) {
+        newest = java.util.Arrays.copyOf(newest, 2 * size)
+        oldest = java.util.Arrays.copyOf(oldest, 2 * size)
+        length = java.util.Arrays.copyOf(length, 2 * size)
+      }
+      newest(size) = n
+      oldest(size) = o
+      length(size) = count
+      size += 1
+    }
 }
 
 /** An interesting event arrived older than one already counted. */
