@@ -234,8 +234,8 @@ def running_windows(spark, sizes, report):
 
 
 def running_sums(spark, sizes, report):
-    """Moving sums per row in a running frame: approx_window_sum (the time-ordered histogram
-    with weights, docs/ordered-sums.md) against the exact prefix difference, two running
+    """Moving sums per row in a running frame: approx_window_sum (the time-ordered sum
+    histogram, docs/ordered-sums.md) against the exact prefix difference, two running
     sums, which is the fastest exact query Spark has for it."""
     n = sizes.sum_rows
     window = 10**5

@@ -15,11 +15,9 @@ package windowsketch.core
  * that is exact unless it straddles, and within `count/2 - 1` of the truth when it does
  * (the seed's `ceil(total - last/2)` can break its own bound for eps < 0.5).
  *
- * Storage is one ring of `mergeAt` slots per level, each slot a run of identical buckets
- * (newest timestamp, oldest timestamp, how many); the global order is level 0 newest to
- * oldest, then level 1, and so on, so the oldest bucket is the oldest of the top level.
- * Runs let a weight w count as w events in work that depends on the runs a level holds,
- * not on its buckets (docs/ordered-sums.md). Inserts allocate nothing once the levels exist.
+ * Storage is two flat arrays of timestamps, one ring of `mergeAt` slots per level; the
+ * global order is level 0 newest to oldest, then level 1, and so on, so the oldest bucket
+ * is the oldest of the top level. Inserts allocate nothing once the levels exist.
  *
  * `window` is in the caller's units of `ts` (positions or microseconds); the Spark layer
  * maps an inclusive time window `[now - w, now]` to `window = w + 1`.
@@ -34,14 +32,11 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   val mergeAt: Int = (k + 1) / 2 + 2
 
   private[this] var allocatedLevels = 0
-  // Per slot: a run of `runLength` buckets, each spanning oldestTs .. newestTs.
   private[this] var newestTs: Array[Long] = Array.emptyLongArray
   private[this] var oldestTs: Array[Long] = Array.emptyLongArray
-  private[this] var runLength: Array[Long] = Array.emptyLongArray
-  /** Per level: ring slot of its oldest run, its runs, and its buckets. */
+  /** Ring slot of each level's oldest bucket, and each level's bucket count. */
   private[this] var ringStart: Array[Int] = Array.emptyIntArray
-  private[this] var ringRuns: Array[Int] = Array.emptyIntArray
-  private[this] var levelBuckets: Array[Int] = Array.emptyIntArray
+  private[this] var ringSize: Array[Int] = Array.emptyIntArray
 
   private var topLevel = -1
   private[this] var bucketTotal = 0L
@@ -70,7 +65,7 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   def bucketCount: Int = {
     var n = 0
     var level = 0
-    while (level <= topLevel) { n += levelBuckets(level); level += 1 }
+    while (level <= topLevel) { n += ringSize(level); level += 1 }
     n
   }
 
@@ -79,160 +74,39 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
 
   /**
    * Observes one row: moves `now` forward to `ts` (whether or not it is an event), expires
-   * buckets that left the window and counts `weight` (>= 0) events at `ts`: a sum of
-   * non-negative integers is a count of unit events, and a weight w leaves exactly the
-   * state w single events at `ts` would, in O(log w) work when the levels hold few runs,
-   * O(k log w) at most, instead of O(w) (docs/ordered-sums.md).
+   * buckets that left the window and, if `weight` is 1, counts one event at `ts`.
    *
    * An event older than the window is dropped. An event inside the window but older than
    * the newest one already counted cannot be placed in a time-ordered histogram: it throws
    * [[OutOfOrderEventException]] rather than give a wrong count.
    */
   def add(ts: Long, weight: Long): Unit = {
-    if (weight < 0L) throw new IllegalArgumentException(s"negative weight $weight")
+    if ((weight & ~1L) != 0L) {
+      throw new IllegalArgumentException(
+        s"the time-ordered histogram counts events of weight 1, got weight $weight")
+    }
     advanceTo(ts)
     if (weight != 0L && !isExpired(ts)) {
       if (ts < newestEventTs) throw new OutOfOrderEventException(ts, newestEventTs)
-      if (weight == 1L) addNewest(ts) else addMany(ts, weight)
+      addNewest(ts)
     }
-  }
-
-  // Scratch for addMany: the runs carried into a level, oldest first, and those its pairs
-  // send to the next level. Few: a level's own runs, plus one or two per run carried in.
-  // Made on the first weighted insert: counts never need them.
-  private[this] var carry: RunList = null
-  private[this] var next: RunList = null
-
-  /**
-   * Counts `weight` events at `ts` as `weight` calls of [[addNewest]] would, level by level.
-   * A level's buckets, oldest first, are its own, then the carried ones (at level 0, one run
-   * of `weight` (ts, ts) buckets). Unit inserts would merge its oldest pairs each time it
-   * reaches mergeAt: so the first 2 * pairs of that sequence pair up, in order, into the
-   * next level's carried buckets, and the rest stay. Pairs inside a run are a run of the
-   * same buckets, so the work is per run, never per bucket.
-   */
-  private def addMany(ts: Long, weight: Long): Unit = {
-    if (bucketTotal > Long.MaxValue - weight) {
-      throw new ArithmeticException("the sum of the window's values overflows BIGINT")
-    }
-    if (carry == null) { carry = new RunList; next = new RunList }
-    carry.clear()
-    carry.push(ts, ts, weight)
-    var carried = weight
-    var level = 0
-    while (carried > 0) {
-      ensureLevel(level)
-      val total = levelBuckets(level) + carried
-      next.clear()
-      var kept = total
-      if (total >= mergeAt) {
-        val pairs = 1 + (total - mergeAt) / 2 // merges unit inserts would make here
-        kept = total - 2 * pairs
-        pairOff(level, 2 * pairs)
-      }
-      // What is left of the carried runs stays, after the level's own.
-      var r = 0
-      while (r < carry.size) {
-        if (carry.length(r) > 0) append(level, carry.newest(r), carry.oldest(r), carry.length(r))
-        r += 1
-      }
-      levelBuckets(level) = kept.toInt
-      // The pairs are the next level's carried runs.
-      val pairs = next; next = carry; carry = pairs
-      carried = (total - kept) / 2
-      level += 1
-    }
-    bucketTotal += weight
-    newestEventTs = ts
-    // The last level reached holds buckets; no level below a top ever empties.
-    topLevel = math.max(topLevel, level - 1)
-    refreshEdge()
-  }
-
-  /**
-   * Takes the first `count` (even) buckets of `level`'s sequence, its own runs then the
-   * carried ones, and pairs them in order into the next level's carried runs. A bucket left
-   * without a partner at the end of a run pairs with the first of the next run.
-   */
-  private def pairOff(level: Int, count: Long): Unit = {
-    var remaining = count
-    var waiting = false // an older bucket, ending at waitingOldest, waits for its partner
-    var waitingOldest = 0L
-    var r = 0 // the next carried run, once the level's own are taken
-    while (remaining > 0) {
-      val own = ringRuns(level) > 0
-      val s = if (own) slot(level, 0) else 0
-      val newest = if (own) newestTs(s) else carry.newest(r)
-      val oldest = if (own) oldestTs(s) else carry.oldest(r)
-      val length = if (own) runLength(s) else carry.length(r)
-      val taken = math.min(length, remaining)
-      remaining -= taken
-      var unpaired = taken
-      if (waiting) {
-        next.push(newest, waitingOldest, 1)
-        unpaired -= 1
-        waiting = false
-      }
-      if (unpaired >= 2) next.push(newest, oldest, unpaired / 2)
-      if ((unpaired & 1L) == 1L) { waiting = true; waitingOldest = oldest }
-      if (own) {
-        if (taken == length) dropRuns(level, 1) else runLength(s) = length - taken
-      } else {
-        carry.length(r) = length - taken
-        if (taken == length) r += 1
-      }
-    }
-  }
-
-  /**
-   * Appends `length` buckets (newest, oldest) as the newest of `level`, joining its newest
-   * run if that holds the same buckets. The caller counts them in levelBuckets.
-   */
-  private def append(level: Int, newest: Long, oldest: Long, length: Long): Unit = {
-    val runs = ringRuns(level)
-    if (runs > 0) {
-      val last = slot(level, runs - 1)
-      if (newestTs(last) == newest && oldestTs(last) == oldest) {
-        runLength(last) += length
-        return
-      }
-    }
-    appendRun(level, newest, oldest, length)
-  }
-
-  /**
-   * Appends a run as the newest of `level`, without joining: what unit inserts do, where
-   * buckets of equal timestamps are rare and a check per insert would cost more than it
-   * saves. Equal buckets in separate runs are the same state.
-   */
-  private def appendRun(level: Int, newest: Long, oldest: Long, length: Long): Unit = {
-    val runs = ringRuns(level)
-    val s = slot(level, runs)
-    newestTs(s) = newest
-    oldestTs(s) = oldest
-    runLength(s) = length
-    ringRuns(level) = runs + 1
-  }
-
-  /** Drops the `n` (1 or 2) oldest runs of `level`. */
-  private def dropRuns(level: Int, n: Int): Unit = {
-    ringStart(level) = wrap(ringStart(level) + n)
-    ringRuns(level) -= n
   }
 
   /** Counts one event at `ts`, no older than any counted. */
   private def addNewest(ts: Long): Unit = {
-    appendRun(0, ts, ts, 1L)
-    val size = levelBuckets(0) + 1
-    levelBuckets(0) = size
+    val size = ringSize(0)
+    // Free: a level holds fewer than mergeAt buckets between rows.
+    val free = wrap(ringStart(0) + size)
+    newestTs(free) = ts
+    oldestTs(free) = ts
+    ringSize(0) = size + 1
     bucketTotal += 1
     newestEventTs = ts
     if (topLevel < 0) {
       topLevel = 0
       refreshEdge()
     }
-    // Between rows a level holds fewer than mergeAt buckets.
-    if (size == mergeAt) cascade()
+    if (size + 1 == mergeAt) cascade()
   }
 
   /** Moves `now` to `ts` if it is later, and expires what left the window. */
@@ -279,11 +153,10 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
     var level = 0
     while (level <= topLevel) {
       val count = 1L << level
-      var i = ringRuns(level) - 1
+      var i = ringSize(level) - 1
       while (i >= 0) {
         val s = slot(level, i)
-        var b = runLength(s)
-        while (b > 0) { f(newestTs(s), oldestTs(s), count); b -= 1 }
+        f(newestTs(s), oldestTs(s), count)
         i -= 1
       }
       level += 1
@@ -291,7 +164,7 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   }
 
   /** Level sizes from level 0 up, for the binary format. */
-  def levelSizes: Array[Int] = java.util.Arrays.copyOf(levelBuckets, topLevel + 1)
+  def levelSizes: Array[Int] = java.util.Arrays.copyOf(ringSize, topLevel + 1)
 
   /**
    * Rebuilds the state from decoded parts. `sizes(level)` buckets per level; `newest` and
@@ -307,11 +180,17 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
     var level = 0
     while (level < sizes.length) {
       ensureLevel(level)
-      // The input runs newest first; a level's runs are appended oldest first.
-      var i = b + sizes(level) - 1
-      while (i >= b) { append(level, newest(i), oldest(i), 1L); i -= 1 }
-      b += sizes(level)
-      levelBuckets(level) = sizes(level)
+      // Within a level, ring index 0 is the oldest; the input runs newest first.
+      var i = sizes(level) - 1
+      while (i >= 0) {
+        val s = slot(level, i)
+        newestTs(s) = newest(b)
+        oldestTs(s) = oldest(b)
+        b += 1
+        i -= 1
+      }
+      ringStart(level) = 0
+      ringSize(level) = sizes(level)
       bucketTotal += sizes(level).toLong << level
       level += 1
     }
@@ -321,9 +200,8 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   }
 
   private def clear(): Unit = {
-    java.util.Arrays.fill(ringRuns, 0)
+    java.util.Arrays.fill(ringSize, 0)
     java.util.Arrays.fill(ringStart, 0)
-    java.util.Arrays.fill(levelBuckets, 0)
     topLevel = -1
     bucketTotal = 0L
     newestEventTs = Long.MinValue
@@ -339,13 +217,14 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   /** Drops the oldest buckets while their newest event is out of the window. */
   private def expire(): Unit = {
     do {
-      // A run's buckets share their newest timestamp, so they leave together.
       val top = topLevel
-      val length = runLength(slot(top, 0))
-      dropRuns(top, 1)
-      levelBuckets(top) -= length.toInt
-      bucketTotal -= length << top
-      if (ringRuns(top) == 0) topLevel = top - 1
+      ringStart(top) = wrap(ringStart(top) + 1)
+      ringSize(top) -= 1
+      bucketTotal -= 1L << top
+      if (ringSize(top) == 0) {
+        ringStart(top) = 0
+        topLevel = top - 1
+      }
       refreshEdge()
     } while (topLevel >= 0 && isExpired(edgeNewest))
   }
@@ -367,7 +246,7 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
     do {
       mergeOldestPair(level)
       level += 1
-    } while (levelBuckets(level) == mergeAt)
+    } while (ringSize(level) == mergeAt)
     // A merge at the top level made a new top: the oldest bucket is the merged one.
     if (level > topLevel) {
       topLevel = level
@@ -379,24 +258,13 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   private def mergeOldestPair(level: Int): Unit = {
     ensureLevel(level + 1)
     val older = slot(level, 0)
-    val oldest = oldestTs(older)
-    var newest = newestTs(older)
-    if (runLength(older) >= 2) {
-      // Both from the oldest run: the merged bucket spans what each of them does.
-      runLength(older) -= 2
-      if (runLength(older) == 0) dropRuns(level, 1)
-    } else {
-      val newer = slot(level, 1)
-      newest = newestTs(newer)
-      if (runLength(newer) == 1) dropRuns(level, 2) // unit inserts: runs of one bucket
-      else {
-        runLength(newer) -= 1
-        dropRuns(level, 1)
-      }
-    }
-    levelBuckets(level) -= 2
-    appendRun(level + 1, newest, oldest, 1L)
-    levelBuckets(level + 1) += 1
+    val newer = slot(level, 1)
+    val up = slot(level + 1, ringSize(level + 1))
+    newestTs(up) = newestTs(newer)
+    oldestTs(up) = oldestTs(older)
+    ringSize(level + 1) += 1
+    ringStart(level) = wrap(ringStart(level) + 2)
+    ringSize(level) -= 2
   }
 
   /** Flat index of the i-th oldest bucket of `level`. */
@@ -414,10 +282,8 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
     val levels = math.min(ExponentialHistogram.MaxLevels, math.max(4, 2 * (level + 1)))
     newestTs = java.util.Arrays.copyOf(newestTs, levels * mergeAt)
     oldestTs = java.util.Arrays.copyOf(oldestTs, levels * mergeAt)
-    runLength = java.util.Arrays.copyOf(runLength, levels * mergeAt)
     ringStart = java.util.Arrays.copyOf(ringStart, levels)
-    ringRuns = java.util.Arrays.copyOf(ringRuns, levels)
-    levelBuckets = java.util.Arrays.copyOf(levelBuckets, levels)
+    ringSize = java.util.Arrays.copyOf(ringSize, levels)
     allocatedLevels = levels
   }
 }
@@ -432,31 +298,6 @@ object ExponentialHistogram {
     require(window > 0, s"window must be positive, got $window")
     require(eps >= MinEps && eps < 1.0, s"eps must be in [$MinEps, 1), got $eps")
   }
-}
-
-/** Runs of equal buckets (newest, oldest, how many), oldest first: addMany's scratch. */
-private final class RunList {
-  var newest: Array[Long] = new Array[Long](8)
-  var oldest: Array[Long] = new Array[Long](8)
-  var length: Array[Long] = new Array[Long](8)
-  var size = 0
-
-  def clear(): Unit = size = 0
-
-  /** Appends a run, joining the newest if its buckets are the same. */
-  def push(n: Long, o: Long, count: Long): Unit =
-    if (size > 0 && newest(size - 1) == n && oldest(size - 1) == o) length(size - 1) += count
-    else {
-      if (size == newest.length) {
-        newest = java.util.Arrays.copyOf(newest, 2 * size)
-        oldest = java.util.Arrays.copyOf(oldest, 2 * size)
-        length = java.util.Arrays.copyOf(length, 2 * size)
-      }
-      newest(size) = n
-      oldest(size) = o
-      length(size) = count
-      size += 1
-    }
 }
 
 /** An interesting event arrived older than one already counted. */

@@ -47,51 +47,62 @@ object Replay {
    */
   def runAnyOrder(window: Long, eps: Double, timestamps: Array[Byte],
       weights: Array[Byte]): Array[Byte] = {
-    require(timestamps.length == weights.length, "one 8-byte weight per 8-byte timestamp")
     val d = new DyadicWindowSketch(window, eps)
-    val in = ByteBuffer.wrap(timestamps)
-    val w = ByteBuffer.wrap(weights)
-    val rows = timestamps.length / 8
-    val out = ByteBuffer.allocate(8 * AnyOrderColumns * rows)
-    var i = 0
-    while (i < rows) {
-      d.add(in.getLong(), w.getLong())
+    val out = ByteBuffer.allocate(8 * AnyOrderColumns * (timestamps.length / 8))
+    addWeighted(d, timestamps, weights) {
       out.putLong(d.estimate).putLong(d.lowerBound).putLong(d.upperBound).putLong(d.nodeCount)
-      i += 1
     }
     out.array()
-  }
-
-  /** Feeds a whole stream of weights (big-endian longs, one per timestamp) to `sketch`. */
-  def insertWeighted(sketch: WindowCountSketch, timestamps: Array[Byte], weights: Array[Byte]): Unit = {
-    require(timestamps.length == weights.length, "one 8-byte weight per 8-byte timestamp")
-    val in = ByteBuffer.wrap(timestamps)
-    val w = ByteBuffer.wrap(weights)
-    while (in.hasRemaining) sketch.add(in.getLong(), w.getLong())
   }
 
   /** Longs reported per row by [[runOrderedSums]]. */
   val OrderedSumColumns = 4
 
   /**
-   * Like [[runAnyOrder]] for the time-ordered histogram, rows in time order, each with a
+   * Like [[runAnyOrder]] for the time-ordered sum histogram, rows in time order, each with a
    * non-negative weight: per row, estimate, lower bound, upper bound and bucket count.
    */
   def runOrderedSums(window: Long, eps: Double, timestamps: Array[Byte],
       weights: Array[Byte]): Array[Byte] = {
-    require(timestamps.length == weights.length, "one 8-byte weight per 8-byte timestamp")
-    val h = new ExponentialHistogram(window, eps)
-    val in = ByteBuffer.wrap(timestamps)
-    val w = ByteBuffer.wrap(weights)
-    val rows = timestamps.length / 8
-    val out = ByteBuffer.allocate(8 * OrderedSumColumns * rows)
-    var i = 0
-    while (i < rows) {
-      h.add(in.getLong(), w.getLong())
+    val h = new OrderedSumHistogram(window, eps)
+    val out = ByteBuffer.allocate(8 * OrderedSumColumns * (timestamps.length / 8))
+    addWeighted(h, timestamps, weights) {
       out.putLong(h.estimate).putLong(h.lowerBound).putLong(h.upperBound).putLong(h.bucketCount)
-      i += 1
     }
     out.array()
+  }
+
+  /** The time-ordered sum histogram after a whole stream of weights, for its buckets. */
+  def orderedSums(window: Long, eps: Double, timestamps: Array[Byte],
+      weights: Array[Byte]): OrderedSumHistogram = {
+    val h = new OrderedSumHistogram(window, eps)
+    addWeighted(h, timestamps, weights)(())
+    h
+  }
+
+  /** Feeds rows of (timestamp, weight), big-endian longs, to `sketch`, after each row `row`. */
+  private def addWeighted(sketch: WindowCountSketch, timestamps: Array[Byte],
+      weights: Array[Byte])(row: => Unit): Unit = {
+    require(timestamps.length == weights.length, "one 8-byte weight per 8-byte timestamp")
+    val in = ByteBuffer.wrap(timestamps)
+    val w = ByteBuffer.wrap(weights)
+    while (in.hasRemaining) {
+      sketch.add(in.getLong(), w.getLong())
+      row
+    }
+  }
+
+  /** Compresses `h` (the pass its inserts run when its arrays fill); returns its buckets. */
+  def compressedSums(h: OrderedSumHistogram): Array[Long] = {
+    h.compress()
+    sumBuckets(h)
+  }
+
+  /** The buckets of `h`, newest first, as (newest ts, oldest ts, sum) triples. */
+  def sumBuckets(h: OrderedSumHistogram): Array[Long] = {
+    val out = Array.newBuilder[Long]
+    h.foreachBucket { (newest, oldest, sum) => out += newest; out += oldest; out += sum }
+    out.result()
   }
 
   /** Feeds a whole stream to `sketch`. */

@@ -50,6 +50,10 @@ object SketchFormat {
         first = false
       }
       finish(out)
+    case other =>
+      throw new UnsupportedOperationException(
+        s"${other.getClass.getSimpleName} has no binary format: it serves running window " +
+          "frames only, where Spark never stores or merges a state")
   }
 
   private def header(kind: Byte, s: WindowCountSketch, body: Int): ByteWriter =

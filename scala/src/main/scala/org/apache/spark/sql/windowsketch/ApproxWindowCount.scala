@@ -106,8 +106,12 @@ abstract class OrderedCountAggregate extends WindowCountAggregate {
   /** This aggregate with `orderedInput` set. */
   def withOrderedInput: OrderedCountAggregate
 
+  /** The time-ordered structure for running frames: the count's exponential histogram. */
+  protected def timeOrderedBuffer(): WindowCountSketch =
+    new ExponentialHistogram(windowLength, epsilon)
+
   override def createAggregationBuffer(): WindowCountSketch =
-    if (orderedInput) labelled(new ExponentialHistogram(windowLength, epsilon))
+    if (orderedInput) labelled(timeOrderedBuffer())
     else super.createAggregationBuffer()
 
   override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch =

@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescript
 import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types.{DataType, LongType, NullType}
 
-import windowsketch.core.WindowCountSketch
+import windowsketch.core.{OrderedSumHistogram, WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -15,7 +15,7 @@ import windowsketch.core.WindowCountSketch
       `value`s in the sliding window that ends at the largest `ts` seen, with
       |result - exact| <= eps * exact guaranteed. Works in window frames (a moving sum per
       row), GROUP BY and streaming alike. In a running frame ordered by `ts` a value costs
-      O(log value) to add and the sum O(1) to read; elsewhere O(1) to add, however large.
+      O(1) amortized to add and the sum O(1) to read; elsewhere O(1) to add, however large.
   """,
   arguments = """
     Arguments:
@@ -63,6 +63,9 @@ case class ApproxWindowSum(
 
   override def withOrderedInput: ApproxWindowSum = copy(orderedInput = true)
 
+  override protected def timeOrderedBuffer(): WindowCountSketch =
+    new OrderedSumHistogram(windowLength, epsilon)
+
   override protected def checkValueType: TypeCheckResult =
     if (WindowArguments.isIntegral(value.dataType) || value.dataType == NullType) {
       TypeCheckSuccess
@@ -76,16 +79,10 @@ case class ApproxWindowSum(
             "CAST(price * 100 AS BIGINT) for cents")))
     }
 
-  override protected def weightOf(x: Any): Long =
-    if (x == null) 0L
-    else {
-      val n = WindowArguments.integralValue(x, value.dataType)
-      if (n < 0) {
-        throw new IllegalArgumentException(
-          s"$prettyName: argument `value` must be non-negative, got $n")
-      }
-      n
-    }
+  override protected def weightOfIntegral(n: Long): Long =
+    if (n >= 0) n
+    else throw new IllegalArgumentException(
+      s"$prettyName: argument `value` must be non-negative, got $n")
 
   override def eval(buffer: WindowCountSketch): Any = buffer.estimate
 

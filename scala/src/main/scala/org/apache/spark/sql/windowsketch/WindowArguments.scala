@@ -2,7 +2,8 @@ package org.apache.spark.sql.windowsketch
 
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{DataTypeMismatch, TypeCheckSuccess}
-import org.apache.spark.sql.catalyst.expressions.{Cast, Expression}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression}
 import org.apache.spark.sql.catalyst.util.IntervalUtils
 import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
@@ -59,6 +60,27 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
     case ShortType => value.asInstanceOf[Short].toLong
     case IntegerType => value.asInstanceOf[Int].toLong
     case _ => value.asInstanceOf[Long]
+  }
+
+  /**
+   * The input column an argument reads once bound, or -1 for any other expression. Reading
+   * the column from the row takes no boxed value, which `eval` returns on every row.
+   */
+  def columnOf(e: Expression): Int = e match {
+    case b: BoundReference => b.ordinal
+    case _ => -1
+  }
+
+  /** [[timeOf]] of column `ordinal` of `row`, non-null, without boxing. */
+  def timeAt(row: InternalRow, ordinal: Int, tsType: DataType): Long =
+    if (tsType == DateType) row.getInt(ordinal) * MicrosPerDay else integralAt(row, ordinal, tsType)
+
+  /** [[integralValue]] of column `ordinal` of `row`, non-null, without boxing. */
+  def integralAt(row: InternalRow, ordinal: Int, t: DataType): Long = t match {
+    case ByteType => row.getByte(ordinal).toLong
+    case ShortType => row.getShort(ordinal).toLong
+    case IntegerType => row.getInt(ordinal).toLong
+    case _ => row.getLong(ordinal)
   }
 
   /**

@@ -53,23 +53,41 @@ abstract class WindowCountAggregate
   override def createAggregationBuffer(): WindowCountSketch =
     labelled(new DyadicWindowSketch(windowLength, epsilon))
 
+  // Arguments that are columns (most are) are read from the row without boxing.
+  private lazy val tsColumn: Int = WindowArguments.columnOf(ts)
+  private lazy val integralColumn: Int =
+    if (eventIsBoolean) -1 else WindowArguments.columnOf(v)
+
   override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch = {
-    val time = ts.eval(input)
-    if (time != null) buffer.add(WindowArguments.timeOf(time, tsType), weightOf(v.eval(input)))
+    if (tsColumn >= 0) {
+      if (!input.isNullAt(tsColumn)) {
+        buffer.add(WindowArguments.timeAt(input, tsColumn, tsType), weightIn(input))
+      }
+    } else {
+      val time = ts.eval(input)
+      if (time != null) buffer.add(WindowArguments.timeOf(time, tsType), weightIn(input))
+    }
     buffer
   }
 
+  private def weightIn(input: InternalRow): Long =
+    if (integralColumn < 0) weightOf(v.eval(input))
+    else if (input.isNullAt(integralColumn)) 0L
+    else weightOfIntegral(WindowArguments.integralAt(input, integralColumn, v.dataType))
+
   /** What a row adds: 1 for an event, 0 otherwise (NULL included). */
-  protected def weightOf(value: Any): Long = value match {
+  private def weightOf(value: Any): Long = value match {
     case null => 0L
     case b: Boolean if eventIsBoolean => if (b) 1L else 0L
-    case n =>
-      val x = WindowArguments.integralValue(n, v.dataType)
-      if (x == 0L || x == 1L) x
-      else throw new IllegalArgumentException(
-        s"$prettyName: argument `v` must be TRUE/FALSE or 0/1, got $x " +
-          "(for sums of larger values use approx_window_sum)")
+    case n => weightOfIntegral(WindowArguments.integralValue(n, v.dataType))
   }
+
+  /** What a non-null integral `v` adds: itself, if 0 or 1. */
+  protected def weightOfIntegral(x: Long): Long =
+    if (x == 0L || x == 1L) x
+    else throw new IllegalArgumentException(
+      s"$prettyName: argument `v` must be TRUE/FALSE or 0/1, got $x " +
+        "(for sums of larger values use approx_window_sum)")
 
   override def merge(buffer: WindowCountSketch, other: WindowCountSketch): WindowCountSketch = {
     buffer.merge(other)
