@@ -18,8 +18,9 @@ trait SketchAxis {
 /**
  * A count (or a sum of non-negative weights) of events in the sliding window
  * `(now - window, now]`, where `now` is the largest timestamp seen, with `|estimate - exact| <= eps * exact` and certified bounds
- * `lowerBound <= exact <= upperBound`. Two implementations: [[ExponentialHistogram]] for
- * rows in time order (O(1) estimate), [[DyadicWindowSketch]] for any order and merges.
+ * `lowerBound <= exact <= upperBound`. For rows in time order (O(1) estimate):
+ * [[ExponentialHistogram]] for counts, [[OrderedSumHistogram]] for sums; for any order and
+ * merges, [[DyadicWindowSketch]].
  */
 trait WindowCountSketch extends SketchAxis {
   def eps: Double
