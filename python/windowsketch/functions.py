@@ -8,14 +8,14 @@ Spark Connect alike; the session needs the functions registered (see
 from __future__ import annotations
 
 import datetime
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 __all__ = [
     "approx_window_count", "approx_window_count_bounds", "approx_window_count_distinct",
-    "approx_window_sum", "window_distinct_sketch", "window_distinct_sketch_estimate",
+    "approx_window_percentile", "approx_window_sum", "window_distinct_sketch", "window_distinct_sketch_estimate",
     "window_distinct_sketch_merge", "window_sketch", "window_sketch_bounds",
     "window_sketch_estimate", "window_sketch_merge"]
 
@@ -400,6 +400,80 @@ def approx_window_count_distinct(
     """
     return _window_aggregate("approx_window_count_distinct", x, ts, window, rsd, v_name="x",
                              eps_name="rsd")
+
+
+def approx_window_percentile(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    percentage: Union[float, Sequence[float], Column],
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Percentile of ``x`` in a sliding window: p50, p99 of the last 10 minutes at every row.
+
+    ``percentile_approx``'s answer over exactly the window's rows: the smallest value of
+    the window such that at least ``percentage`` of the window's non-NULL values are less
+    than or equal to it. The guarantee: the answer is a value of the window whose rank is
+    within ``eps * n`` of ``percentage * n``; this version keeps every value of the window,
+    so the rank error is 0 (windows of more than 16,777,216 values are an error). Works
+    in window frames (a running frame ordered by ``ts`` pays O(log n) comparisons and one
+    array move per row), in ``groupBy().agg()`` and with rows in any order.
+
+    Parameters
+    ----------
+    x : :class:`~pyspark.sql.Column` or str
+        A numeric, DATE, TIMESTAMP or ANSI interval column; NULL is skipped.
+    ts, window
+        As for :func:`approx_window_count`.
+    percentage : float, list of floats or :class:`~pyspark.sql.Column`
+        A percentage in [0, 1], or several: then the result is an array of percentiles.
+    eps : float or :class:`~pyspark.sql.Column`
+        The rank error bound, in [0.0001, 1); default 0.01.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        Of the type of ``x`` (an array of it for several percentages); NULL when the window
+        holds no value.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_percentile
+    >>> df = spark.createDataFrame([(1, 30), (2, 10), (3, 20), (4, 50), (5, 40)],
+    ...                            "ts INT, ms INT")
+    >>> df.select("ts", approx_window_percentile("ms", "ts", 3, [0.5, 1.0])
+    ...           .over(Window.orderBy("ts")).alias("p50_max")).show()
+    +---+--------+
+    | ts| p50_max|
+    +---+--------+
+    |  1|[30, 30]|
+    |  2|[10, 30]|
+    |  3|[20, 30]|
+    |  4|[20, 50]|
+    |  5|[40, 50]|
+    +---+--------+
+    """
+    _check_column(x, "x")
+    _check_column(ts, "ts")
+    _check_window(window)
+    _check_eps(eps)
+    if isinstance(percentage, (list, tuple)):
+        if not percentage or not all(
+                isinstance(p, (int, float)) and not isinstance(p, bool) for p in percentage):
+            raise TypeError(
+                f"`percentage` must be a number in [0, 1] or a list of them, got {percentage!r}")
+        percentages = F.array(*[F.lit(float(p)) for p in percentage])
+    elif isinstance(percentage, Column):
+        percentages = percentage
+    elif isinstance(percentage, (int, float)) and not isinstance(percentage, bool):
+        percentages = F.lit(float(percentage))
+    else:
+        raise TypeError(
+            f"`percentage` must be a number in [0, 1] or a list of them, got {percentage!r}")
+    return F.call_function(
+        "approx_window_percentile", _column(x), _column(ts), _literal(window), percentages,
+        _literal(eps if isinstance(eps, Column) else float(eps)))
 
 
 def window_distinct_sketch(

@@ -75,6 +75,18 @@ SCRIPT = textwrap.dedent("""
     assert [got.n, got.later] == want and want[0] >= 10, (got, want)
     print("CONNECT DISTINCT OK", len(distinct))
 
+    # Percentiles: percentile_approx over exactly the same rows (the last 10 positions of
+    # a key are its last 5 rows), scalar and array forms.
+    from windowsketch.functions import approx_window_percentile
+    pct = df.select(
+        approx_window_percentile(F.col("pos") % 7, "pos", 10, [0.5, 0.9]).over(w_pos)
+        .alias("ours"),
+        F.percentile_approx(F.col("pos") % 7, [0.5, 0.9], 100000)
+        .over(w_pos.rowsBetween(-4, 0)).alias("spark"),
+    ).collect()
+    assert all(list(r.ours) == list(r.spark) for r in pct), pct
+    print("CONNECT PERCENTILES OK", len(pct))
+
     try:
         windowsketch.register(spark)
     except RuntimeError as e:
@@ -96,6 +108,6 @@ def test_dataframe_function_under_spark_connect(tmp_path):
     with local_connect_port():
         out = run_in_own_process(SCRIPT, tmp_path)
     assert "CONNECT OK 40" in out and "CONNECT SKETCHES OK 40" in out
-    assert "CONNECT DISTINCT OK 40" in out
+    assert "CONNECT DISTINCT OK 40" in out and "CONNECT PERCENTILES OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
     assert "SLIDING REFUSED: sliding_counts needs a classic SparkSession" in out

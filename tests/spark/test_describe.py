@@ -6,7 +6,7 @@ import re
 import pytest
 
 FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window_sum",
-             "approx_window_count_distinct",
+             "approx_window_count_distinct", "approx_window_percentile",
              "window_sketch", "window_sketch_merge", "window_sketch_estimate",
              "window_sketch_bounds", "window_distinct_sketch", "window_distinct_sketch_merge",
              "window_distinct_sketch_estimate"]

@@ -112,3 +112,22 @@ def test_distinct_sketch_columns(spark, api):
     for jcolumn, expression in cases:
         got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_distinct")
         assert got == want and want, (expression, got, want)
+
+
+def test_percentiles(spark, api):
+    f, col, lit, select, _ = api
+    percentages = spark.sparkContext._jvm.org.apache.spark.api.python.PythonUtils.toSeq(
+        [0.5, 0.9])
+    cases = [
+        (f.approx_window_percentile(col("q"), col("ts"), lit(12), lit(0.5), lit(0.1)),
+         "approx_window_percentile(q, ts, 12, 0.5, 0.1)"),
+        (f.approx_window_percentile(col("q"), col("ts"), lit(12), lit(0.9)),
+         "approx_window_percentile(q, ts, 12, 0.9)"),
+        (f.approx_window_percentile("q", "ts", 12, 0.25, 0.1),
+         "approx_window_percentile(q, ts, 12, 0.25, 0.1)"),
+        (f.approx_window_percentile("q", "ts", 12, percentages, 0.1),
+         "approx_window_percentile(q, ts, 12, array(0.5, 0.9), 0.1)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn), sql(spark, expression)
+        assert got == want and want, (expression, got, want)

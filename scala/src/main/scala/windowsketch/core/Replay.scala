@@ -224,4 +224,77 @@ object Replay {
   }
 
   def distinctRegisters(sketch: SlidingHyperLogLog): Array[Byte] = sketch.registerValues.map(_.toByte)
+
+  /**
+   * Percentiles of every row's window: rows in the given order (any), one sketch. `values`
+   * holds a big-endian double per row, `present` a byte per row (0: the value is NULL, the
+   * row only moves `now`). Per row: the window's count, then each percentage's answer, as
+   * big-endian doubles.
+   */
+  def quantilesPerRow(window: Long, timestamps: Array[Byte], values: Array[Byte],
+      present: Array[Byte], percentageBytes: Array[Byte]): Array[Byte] = {
+    val percentages = doubles(percentageBytes)
+    val s = new SlidingQuantiles(window, 0.01)
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    val out = ByteBuffer.allocate(present.length * 8 * (1 + percentages.length))
+    var i = 0
+    while (i < present.length) {
+      val ts = t.getLong()
+      val value = v.getDouble()
+      if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
+      out.putDouble(s.count.toDouble)
+      percentages.foreach(p => out.putDouble(s.quantile(p)))
+      i += 1
+    }
+    out.array()
+  }
+
+  /**
+   * Rows split into partial sketches by `parts` (a byte per row, the partial's number),
+   * each fed in the given order, then merged in a linear fold as Spark merges partial
+   * aggregates: the window's count and each percentage's answer, as big-endian doubles.
+   */
+  def quantilesMerged(window: Long, timestamps: Array[Byte], values: Array[Byte],
+      present: Array[Byte], parts: Array[Byte], percentageBytes: Array[Byte]): Array[Byte] = {
+    val percentages = doubles(percentageBytes)
+    val partials = scala.collection.mutable.TreeMap.empty[Int, SlidingQuantiles]
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    var i = 0
+    while (i < present.length) {
+      val s = partials.getOrElseUpdate(parts(i).toInt, new SlidingQuantiles(window, 0.01))
+      val ts = t.getLong()
+      val value = v.getDouble()
+      if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
+      i += 1
+    }
+    val total = new SlidingQuantiles(window, 0.01)
+    partials.values.foreach(total.merge)
+    val out = ByteBuffer.allocate(8 * (1 + percentages.length))
+    out.putDouble(total.count.toDouble)
+    percentages.foreach(p => out.putDouble(total.quantile(p)))
+    out.array()
+  }
+
+  /** A percentile sketch of these rows (any order), for format tests. */
+  def quantileSketch(window: Long, eps: Double, microseconds: Boolean, timestamps: Array[Byte],
+      values: Array[Byte]): SlidingQuantiles = {
+    val s = new SlidingQuantiles(window, eps)
+    s.microsecondTime = microseconds
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    while (t.hasRemaining) s.add(t.getLong(), v.getDouble())
+    s
+  }
+
+  /** The count of a percentile sketch, then each percentage's answer. */
+  def quantilesOf(s: SlidingQuantiles, percentageBytes: Array[Byte]): Array[Double] =
+    s.count.toDouble +: doubles(percentageBytes).map(s.quantile)
+
+  private def doubles(bytes: Array[Byte]): Array[Double] = {
+    val out = new Array[Double](bytes.length / 8)
+    ByteBuffer.wrap(bytes).asDoubleBuffer().get(out)
+    out
+  }
 }

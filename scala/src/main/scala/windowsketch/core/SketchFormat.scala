@@ -14,6 +14,8 @@ object SketchFormat {
   val KindDyadic: Byte = 2
   /** Kind byte: the sliding HyperLogLog of distinct values. */
   val KindDistinct: Byte = 3
+  /** Kind byte: the percentiles' window, exact mode (every value with its time). */
+  val KindQuantiles: Byte = 4
 
   private val FlagHasTime = 1
   private val FlagMicroseconds = 2
@@ -148,6 +150,68 @@ object SketchFormat {
     s
   }
 
+  /**
+   * A percentile sketch (kind 4): the header, the number of rows in the window, then the
+   * rows newest first (ties by value, in `java.lang.Double.compare` order, so equal states
+   * give equal bytes), each as its step back in time (from now for the first) and its
+   * value's 8 bytes.
+   */
+  def serializeQuantiles(s: SlidingQuantiles): Array[Byte] = {
+    val rows = new Array[(Long, Double)](s.heldCount)
+    var n = 0
+    s.foreachInWindow { (t, v) => rows(n) = (t, v); n += 1 }
+    val ordered = rows.take(n).sortWith { (a, b) =>
+      a._1 > b._1 || (a._1 == b._1 && java.lang.Double.compare(a._2, b._2) < 0)
+    }
+    val out = header(KindQuantiles, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 10 * n)
+    out.varint(n)
+    var previous = s.now
+    ordered.foreach { case (t, v) =>
+      out.varint(previous - t)
+      out.long(java.lang.Double.doubleToRawLongBits(v))
+      previous = t
+    }
+    finish(out)
+  }
+
+  /** Reads [[serializeQuantiles]], validated like the other kinds. */
+  def deserializeQuantiles(bytes: Array[Byte]): SlidingQuantiles = {
+    val (in, h) = readHeader(bytes)
+    if (h.kind != KindQuantiles) {
+      throw new CorruptSketchException(s"a sketch of kind ${h.kind} is not a percentile sketch")
+    }
+    if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
+      throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")
+    }
+    val n = in.varint()
+    if (n < 0 || n > SlidingQuantiles.MaxValues || (n > 0 && !h.hasTime)) {
+      throw new CorruptSketchException(s"invalid row count $n")
+    }
+    val times = new Array[Long](math.max(16, n.toInt))
+    val values = new Array[Double](math.max(16, n.toInt))
+    val maxAge = h.now - Long.MinValue
+    var age = 0L
+    var i = n.toInt - 1
+    while (i >= 0) { // newest first: stored oldest first, the order the sketch keeps
+      age = olderAge(age, in.varint(), maxAge)
+      if (java.lang.Long.compareUnsigned(age, h.window) >= 0) {
+        throw new CorruptSketchException("a row lies outside the window")
+      }
+      times(i) = h.now - age
+      values(i) = java.lang.Double.longBitsToDouble(in.long())
+      if (i < n - 1 && times(i) == times(i + 1) &&
+          java.lang.Double.compare(values(i), values(i + 1)) < 0) {
+        throw new CorruptSketchException("rows out of order")
+      }
+      i -= 1
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    val s = new SlidingQuantiles(h.window, h.eps)
+    s.microsecondTime = h.microseconds
+    s.restore(h.hasTime, h.now, times, values, n.toInt)
+    s
+  }
+
   private final case class Header(kind: Byte, window: Long, eps: Double, hasTime: Boolean,
       microseconds: Boolean, now: Long)
 
@@ -187,6 +251,9 @@ object SketchFormat {
     if (h.kind == KindDistinct) {
       throw new CorruptSketchException(
         "a distinct-count sketch (window_distinct_sketch) is not a count sketch (window_sketch)")
+    }
+    if (h.kind == KindQuantiles) {
+      throw new CorruptSketchException("a percentile sketch is not a count sketch (window_sketch)")
     }
     if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
       throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")

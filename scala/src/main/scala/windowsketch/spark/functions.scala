@@ -105,6 +105,28 @@ object functions {
   def approx_window_count_distinct(x: String, ts: String, window: Any, rsd: Double): Column =
     approx_window_count_distinct(col(x), col(ts), lit(window), lit(rsd))
 
+  /**
+   * The percentile of the non-NULL `x` in the sliding window, as `percentile_approx` defines
+   * it, a value of the window whose rank is within eps * n of percentage * n; `percentage` a
+   * constant DOUBLE in [0, 1] or an array of them (then an array result); see
+   * `approx_window_percentile`.
+   */
+  def approx_window_percentile(x: Column, ts: Column, window: Column, percentage: Column,
+      eps: Column): Column =
+    call_function("approx_window_percentile", x, ts, window, percentage, eps)
+
+  def approx_window_percentile(x: Column, ts: Column, window: Column, percentage: Column): Column =
+    call_function("approx_window_percentile", x, ts, window, percentage)
+
+  def approx_window_percentile(x: String, ts: String, window: Any, percentage: Double,
+      eps: Double): Column =
+    approx_window_percentile(col(x), col(ts), lit(window), lit(percentage), lit(eps))
+
+  def approx_window_percentile(x: String, ts: String, window: Any, percentages: Seq[Double],
+      eps: Double): Column =
+    approx_window_percentile(col(x), col(ts), lit(window),
+      org.apache.spark.sql.functions.array(percentages.map(p => lit(p)): _*), lit(eps))
+
   /** A mergeable distinct-count sketch (BINARY) of the group's values; see `window_distinct_sketch`. */
   def window_distinct_sketch(x: Column, ts: Column, window: Column, rsd: Column): Column =
     call_function("window_distinct_sketch", x, ts, window, rsd)

@@ -22,6 +22,7 @@ object FunctionRegistrations {
     registration[ApproxWindowCountBounds](ApproxWindowCountBounds.Name),
     registration[ApproxWindowSum](ApproxWindowSum.Name),
     registration[ApproxWindowCountDistinct](ApproxWindowCountDistinct.Name),
+    registration[ApproxWindowPercentile](ApproxWindowPercentile.Name),
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
     registration[WindowSketchEstimate](WindowSketchEstimate.Name),

@@ -1,0 +1,249 @@
+package org.apache.spark.sql.windowsketch
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{DataTypeMismatch, TypeCheckSuccess}
+import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDescription, Literal}
+import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
+import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
+import org.apache.spark.sql.errors.QueryErrorsBase
+import org.apache.spark.sql.types._
+
+import windowsketch.core.{SketchFormat, SlidingQuantiles, WindowTooLargeException}
+
+// scalastyle:off line.size.limit
+@ExpressionDescription(
+  usage = """
+    _FUNC_(x, ts, window, percentage[, eps]) - Returns the percentile of the non-NULL `x` in
+      the sliding window that ends at the largest `ts` seen (per group in GROUP BY), as
+      percentile_approx defines it: the smallest value of the window such that at least
+      `percentage` of the window's values are less than or equal to it. When `percentage`
+      is an array, returns the array of those percentiles. The answer is a value of the
+      window whose rank is within `eps` * n of `percentage` * n (n the window's non-NULL
+      values); this version holds every value of the window, so the rank error is 0.
+      Over a running window frame ordered by `ts` a row costs O(log n) comparisons and
+      one array move.
+  """,
+  arguments = """
+    Arguments:
+      * x - a numeric, DATE, TIMESTAMP, TIMESTAMP_NTZ or ANSI interval value, as
+          percentile_approx takes; NULL is skipped but its `ts` still moves the window.
+      * ts - TIMESTAMP, TIMESTAMP_NTZ, DATE or an integral type: the row's time or position.
+          Rows whose `ts` is NULL are ignored.
+      * window - as for approx_window_count: N positions for an integral `ts`, `(now - N, now]`;
+          a positive day-time interval for a temporal `ts`, `[now - window, now]`.
+      * percentage - a constant DOUBLE in [0, 1], or a constant ARRAY of them.
+      * eps - an optional constant rank error in [0.0001, 1); default 0.01.
+  """,
+  examples = """
+    Examples:
+      > SELECT ts, _FUNC_(ms, ts, 3, 0.5) OVER (ORDER BY ts) FROM VALUES (1, 30), (2, 10), (3, 20), (4, 50), (5, 40) AS t(ts, ms);
+       1	30
+       2	10
+       3	20
+       4	20
+       5	40
+      > SELECT host, _FUNC_(ms, ts, INTERVAL 5 MINUTES, array(0.5, 0.99)) FROM VALUES ('a', 12, TIMESTAMP'2025-01-01 10:00:00'), ('a', 90, TIMESTAMP'2025-01-01 10:04:00'), ('a', 15, TIMESTAMP'2025-01-01 10:06:00') AS t(host, ms, ts) GROUP BY host;
+       a	[15, 90]
+  """,
+  note = """
+    The result has the type of `x` (an array of it for an array `percentage`) and is NULL
+    when the window holds no non-NULL `x`. Values are ranked as doubles, as
+    percentile_approx ranks them. A window of more than 16,777,216 values is an error.
+  """,
+  group = "agg_funcs",
+  since = "0.1.0")
+// scalastyle:on line.size.limit
+case class ApproxWindowPercentile(
+    x: Expression,
+    ts: Expression,
+    window: Expression,
+    percentage: Expression,
+    eps: Expression,
+    mutableAggBufferOffset: Int = 0,
+    inputAggBufferOffset: Int = 0)
+  extends TypedImperativeAggregate[SlidingQuantiles] with QueryErrorsBase {
+
+  def this(x: Expression, ts: Expression, window: Expression, percentage: Expression,
+      eps: Expression) = this(x, ts, window, percentage, eps, 0, 0)
+
+  def this(x: Expression, ts: Expression, window: Expression, percentage: Expression) =
+    this(x, ts, window, percentage, Literal(WindowArguments.DefaultEps))
+
+  override def prettyName: String = ApproxWindowPercentile.Name
+
+  // Lazy so the constants are read once, after the checks, never during tree transforms.
+  private lazy val windowLength: Long = WindowArguments.windowLength(window, ts).toOption.get
+  private lazy val epsilon: Double = WindowArguments.epsValue(eps).toOption.get
+  private lazy val percentages: Array[Double] =
+    ApproxWindowPercentile.percentagesOf(percentage).toOption.get
+  private lazy val returnsArray: Boolean = percentage.dataType.isInstanceOf[ArrayType]
+  private lazy val tsType: DataType = ts.dataType
+  private lazy val valueType: DataType = x.dataType
+
+  override def checkInputDataTypes(): TypeCheckResult =
+    Seq(
+      ApproxWindowPercentile.checkValueType(x),
+      WindowArguments.checkTimeType(ts),
+      WindowArguments.windowLength(window, ts).left.getOrElse(TypeCheckSuccess),
+      ApproxWindowPercentile.percentagesOf(percentage).left.getOrElse(TypeCheckSuccess),
+      WindowArguments.epsValue(eps).left.getOrElse(TypeCheckSuccess)
+    ).find(_.isFailure).getOrElse(TypeCheckSuccess)
+
+  override def createAggregationBuffer(): SlidingQuantiles = {
+    val sketch = new SlidingQuantiles(windowLength, epsilon)
+    sketch.microsecondTime = WindowArguments.isTemporal(tsType)
+    sketch
+  }
+
+  override def update(buffer: SlidingQuantiles, input: InternalRow): SlidingQuantiles = {
+    val time = ts.eval(input)
+    if (time != null) {
+      val t = WindowArguments.timeOf(time, tsType)
+      val value = x.eval(input)
+      try {
+        if (value != null) buffer.add(t, ApproxWindowPercentile.toDouble(value, valueType))
+        else buffer.advanceTo(t)
+      } catch {
+        case e: WindowTooLargeException =>
+          throw new IllegalStateException(s"$prettyName: ${e.getMessage}", e)
+      }
+    }
+    buffer
+  }
+
+  override def merge(buffer: SlidingQuantiles, other: SlidingQuantiles): SlidingQuantiles = {
+    try buffer.merge(other)
+    catch {
+      case e: WindowTooLargeException =>
+        throw new IllegalStateException(s"$prettyName: ${e.getMessage}", e)
+    }
+    buffer
+  }
+
+  override def eval(buffer: SlidingQuantiles): Any =
+    if (buffer.count == 0) null
+    else if (returnsArray) {
+      new GenericArrayData(percentages.map(p =>
+        ApproxWindowPercentile.fromDouble(buffer.quantile(p), valueType)))
+    } else ApproxWindowPercentile.fromDouble(buffer.quantile(percentages(0)), valueType)
+
+  override def serialize(buffer: SlidingQuantiles): Array[Byte] =
+    SketchFormat.serializeQuantiles(buffer)
+
+  override def deserialize(bytes: Array[Byte]): SlidingQuantiles =
+    SketchFormat.deserializeQuantiles(bytes)
+
+  override def nullable: Boolean = true
+
+  override def dataType: DataType =
+    if (returnsArray) ArrayType(x.dataType, containsNull = false) else x.dataType
+
+  override def children: Seq[Expression] = Seq(x, ts, window, percentage, eps)
+
+  override protected def withNewChildrenInternal(
+      newChildren: IndexedSeq[Expression]): ApproxWindowPercentile =
+    copy(x = newChildren(0), ts = newChildren(1), window = newChildren(2),
+      percentage = newChildren(3), eps = newChildren(4))
+
+  override def withNewMutableAggBufferOffset(newOffset: Int): ApproxWindowPercentile =
+    copy(mutableAggBufferOffset = newOffset)
+
+  override def withNewInputAggBufferOffset(newOffset: Int): ApproxWindowPercentile =
+    copy(inputAggBufferOffset = newOffset)
+}
+
+object ApproxWindowPercentile extends QueryErrorsBase {
+  val Name = "approx_window_percentile"
+
+  /** The types percentile_approx ranks: numbers, dates, timestamps and ANSI intervals. */
+  def checkValueType(x: Expression): TypeCheckResult = x.dataType match {
+    case _: NumericType | DateType | TimestampType | TimestampNTZType | NullType |
+         _: YearMonthIntervalType | _: DayTimeIntervalType => TypeCheckSuccess
+    case _ => WindowArguments.unexpectedType(0,
+      "(\"NUMERIC\" or \"DATE\" or \"TIMESTAMP\" or \"TIMESTAMP_NTZ\" or \"INTERVAL YEAR TO MONTH\" or \"INTERVAL DAY TO SECOND\")", x)
+  }
+
+  /** A non-null value of a checked type as the double it is ranked by. */
+  def toDouble(value: Any, t: DataType): Double = t match {
+    case DateType | _: YearMonthIntervalType | IntegerType => value.asInstanceOf[Int].toDouble
+    case TimestampType | TimestampNTZType | _: DayTimeIntervalType | LongType =>
+      value.asInstanceOf[Long].toDouble
+    case ByteType => value.asInstanceOf[Byte].toDouble
+    case ShortType => value.asInstanceOf[Short].toDouble
+    case FloatType => value.asInstanceOf[Float].toDouble
+    case DoubleType => value.asInstanceOf[Double]
+    case _: DecimalType => value.asInstanceOf[Decimal].toDouble
+  }
+
+  /** The answer back in the type of `x`, as percentile_approx converts it. */
+  def fromDouble(d: Double, t: DataType): Any = t match {
+    case DateType | _: YearMonthIntervalType | IntegerType => d.toInt
+    case TimestampType | TimestampNTZType | _: DayTimeIntervalType | LongType => d.toLong
+    case ByteType => d.toByte
+    case ShortType => d.toShort
+    case FloatType => d.toFloat
+    case DoubleType => d
+    case dt: DecimalType =>
+      val decimal = Decimal(d)
+      decimal.changePrecision(dt.precision, dt.scale)
+      decimal
+  }
+
+  /**
+   * The constant percentages, each in [0, 1]: one for a numeric `percentage`, the array's
+   * for an array; or the reason they are invalid.
+   */
+  def percentagesOf(percentage: Expression): Either[TypeCheckResult, Array[Double]] = {
+    val name = "percentage"
+    val arrayOfNumbers = percentage.dataType match {
+      case ArrayType(_: NumericType, _) => true
+      case _ => false
+    }
+    if (!percentage.dataType.isInstanceOf[NumericType] && !arrayOfNumbers) {
+      return Left(DataTypeMismatch(
+        errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
+        messageParameters = Map(
+          "msg" -> (s"The ${toSQLId(name)} must be a constant DOUBLE in [0, 1] or an ARRAY of " +
+            s"them, but ${toSQLExpr(percentage)} has the type ${toSQLType(percentage.dataType)}"),
+          "hint" -> "")))
+    }
+    if (!percentage.foldable) {
+      return Left(DataTypeMismatch(
+        errorSubClass = "NON_FOLDABLE_INPUT",
+        messageParameters = Map(
+          "inputName" -> toSQLId(name),
+          "inputType" -> toSQLType(percentage.dataType),
+          "inputExpr" -> toSQLExpr(percentage))))
+    }
+    val values: Option[Array[Any]] =
+      if (arrayOfNumbers) {
+        Option(Cast(percentage, ArrayType(DoubleType)).eval()).map { a =>
+          val array = a.asInstanceOf[ArrayData]
+          Array.tabulate[Any](array.numElements())(i =>
+            if (array.isNullAt(i)) null else array.getDouble(i))
+        }
+      } else Option(Cast(percentage, DoubleType).eval()).map(v => Array[Any](v))
+    values match {
+      case None => Left(DataTypeMismatch(
+        errorSubClass = "UNEXPECTED_NULL", messageParameters = Map("exprName" -> toSQLId(name))))
+      case Some(ps) if ps.isEmpty || ps.contains(null) => Left(DataTypeMismatch(
+        errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
+        messageParameters = Map(
+          "msg" -> (s"The ${toSQLId(name)} must hold at least one percentage and no NULL, but " +
+            s"it is ${toSQLExpr(percentage)}"),
+          "hint" -> "")))
+      case Some(ps) =>
+        val doubles = ps.map(_.asInstanceOf[Double])
+        doubles.find(p => !(p >= 0.0 && p <= 1.0)) match {
+          case Some(bad) => Left(DataTypeMismatch(
+            errorSubClass = "VALUE_OUT_OF_RANGE",
+            messageParameters = Map(
+              "exprName" -> toSQLId(name),
+              "valueRange" -> "[0.0, 1.0]",
+              "currentValue" -> bad.toString)))
+          case None => Right(doubles)
+        }
+    }
+  }
+}

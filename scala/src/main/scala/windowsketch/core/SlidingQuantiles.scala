@@ -1,0 +1,237 @@
+package windowsketch.core
+
+/**
+ * Percentiles of a sliding window, exact mode (design and guarantee: docs/percentiles.md).
+ *
+ * Holds every non-NULL value of the window with its time, so each answer is the value
+ * Spark's `percentile_approx` gives over exactly the window's rows (rank error 0, which is
+ * within any eps). Rows come in any order and sketches merge; the window is
+ * `(now - window, now]`, `now` being the largest time seen, as for the count sketches.
+ *
+ * Two paths, one state:
+ *  - in time order (a running frame ordered by `ts`) the values of the window are kept
+ *    sorted as rows arrive and leave, so a row costs two binary searches and two array
+ *    moves and a query is one array read;
+ *  - once a row arrives out of order or a sketch is merged in, the sorted view is dropped
+ *    and rebuilt on the next query (sort of the window's values), then kept while rows
+ *    come in order again.
+ *
+ * The compact mode for windows too large to hold (docs/percentiles.md, "Compact mode")
+ * comes behind the same interface.
+ */
+final class SlidingQuantiles(val window: Long, val eps: Double) {
+  ExponentialHistogram.checkParameters(window, eps)
+
+  /** Whether times are microseconds (temporal `ts`) rather than positions: for messages. */
+  var microsecondTime = false
+
+  // Every row not yet expired, in arrival order: a ring of (time, value).
+  private var times = Array.emptyLongArray
+  private var values = Array.emptyDoubleArray
+  private var head = 0
+  private var held = 0
+
+  // The values of the window, ascending; valid only while `sortedValid`.
+  private var sorted = Array.emptyDoubleArray
+  private var sortedCount = 0
+  private var sortedValid = true
+  // True while every held row arrived in time order: then the ring's head is its oldest.
+  private var inOrder = true
+
+  private var seenAny = false
+  private var nowTs = 0L
+
+  def hasTime: Boolean = seenAny
+  def now: Long = nowTs
+
+  /** Rows held, including expired ones a merge or an out-of-order row left behind. */
+  def heldCount: Int = held
+
+  /** Moves `now` forward without a value (a row whose value is NULL). */
+  def advanceTo(ts: Long): Unit =
+    if (!seenAny || ts > nowTs) {
+      nowTs = ts
+      seenAny = true
+      // Out of order the ring's head need not be its oldest row: rebuild on the next query.
+      if (inOrder) expireInOrder() else sortedValid = false
+    }
+
+  /**
+   * Adds `value` at time `ts`, in any order. Values rank in Spark's order for doubles
+   * (`java.lang.Double.compare`: -0.0 before 0.0, NaN after everything).
+   */
+  def add(ts: Long, value: Double): Unit = {
+    val ordered = !seenAny || ts >= nowTs
+    advanceTo(ts)
+    if (!inWindow(ts)) return
+    if (!ordered) { inOrder = false; sortedValid = false }
+    append(ts, value)
+    if (sortedValid) insertSorted(value)
+  }
+
+  def merge(other: SlidingQuantiles): Unit = {
+    if (other.window != window || other.eps != eps || other.microsecondTime != microsecondTime) {
+      throw new IllegalArgumentException(
+        s"cannot merge percentile sketches of (window, eps) ($window, $eps) and " +
+          s"(${other.window}, ${other.eps})")
+    }
+    if (other.seenAny) advanceTo(other.nowTs)
+    var i = 0
+    while (i < other.held) {
+      val j = other.slot(i)
+      if (inWindow(other.times(j))) append(other.times(j), other.values(j))
+      i += 1
+    }
+    if (other.held > 0) { inOrder = false; sortedValid = false }
+  }
+
+  /** The number of non-NULL values in the window. */
+  def count: Long = { ensureSorted(); sortedCount }
+
+  /**
+   * Spark's percentile of the window's values: the value at 1-based rank ceil(p n) of the
+   * ascending values (the smallest for p = 0), as `percentile_approx` answers when its
+   * summary holds every value. NaN when the window holds no value.
+   */
+  def quantile(p: Double): Double = {
+    require(p >= 0 && p <= 1, s"percentage must be in [0, 1], got $p")
+    ensureSorted()
+    if (sortedCount == 0) Double.NaN
+    else sorted(SlidingQuantiles.rankIndex(p, sortedCount))
+  }
+
+  /**
+   * Loads a state read from bytes: rows in time order (ascending), all in the window of
+   * `now`. The sorted view is built on the first query.
+   */
+  def restore(hasTime: Boolean, now: Long, rowTimes: Array[Long], rowValues: Array[Double],
+      n: Int): Unit = {
+    seenAny = hasTime
+    nowTs = now
+    times = rowTimes
+    values = rowValues
+    head = 0
+    held = n
+    inOrder = true
+    sortedValid = false
+  }
+
+  /** The rows held with times in the window, in arrival order: for formats and tests. */
+  def foreachInWindow(f: (Long, Double) => Unit): Unit = {
+    var i = 0
+    while (i < held) {
+      val j = slot(i)
+      if (inWindow(times(j))) f(times(j), values(j))
+      i += 1
+    }
+  }
+
+  private def slot(i: Int): Int = {
+    val j = head + i
+    if (j >= times.length) j - times.length else j
+  }
+
+  /** True if `ts` lies in `(now - window, now]` (or after now). */
+  private def inWindow(ts: Long): Boolean =
+    ts > nowTs || java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
+
+  private def append(ts: Long, value: Double): Unit = {
+    if (held == times.length) grow()
+    if (held == SlidingQuantiles.MaxValues) throw new WindowTooLargeException(SlidingQuantiles.MaxValues)
+    val j = slot(held)
+    times(j) = ts
+    values(j) = value
+    held += 1
+  }
+
+  private def grow(): Unit = {
+    // Out of order, expired rows wait here until a query compacts them: compact first.
+    if (!inOrder && held > 0) compactExpired()
+    if (held < times.length) return
+    val n = math.max(16, 2 * times.length)
+    val t = new Array[Long](n)
+    val v = new Array[Double](n)
+    var i = 0
+    while (i < held) { val j = slot(i); t(i) = times(j); v(i) = values(j); i += 1 }
+    times = t
+    values = v
+    head = 0
+  }
+
+  /** In time order the ring's head is its oldest row: pop what left the window. */
+  private def expireInOrder(): Unit =
+    while (held > 0 && !inWindow(times(head))) {
+      if (sortedValid) removeSorted(values(head))
+      head = if (head + 1 == times.length) 0 else head + 1
+      held -= 1
+    }
+
+  /** Drops expired rows held after an out-of-order row or a merge, keeping arrival order. */
+  private def compactExpired(): Unit = {
+    var kept = 0
+    var i = 0
+    val t = new Array[Long](times.length)
+    val v = new Array[Double](times.length)
+    while (i < held) {
+      val j = slot(i)
+      if (inWindow(times(j))) { t(kept) = times(j); v(kept) = values(j); kept += 1 }
+      i += 1
+    }
+    times = t
+    values = v
+    head = 0
+    held = kept
+  }
+
+  private def ensureSorted(): Unit =
+    if (!sortedValid) {
+      compactExpired()
+      if (sorted.length < held) sorted = new Array[Double](math.max(16, held))
+      var i = 0
+      while (i < held) { sorted(i) = values(slot(i)); i += 1 }
+      java.util.Arrays.sort(sorted, 0, held)
+      sortedCount = held
+      sortedValid = true
+      // In-order rows that follow keep this view (inserted as they come) until `now` moves.
+    }
+
+  private def insertSorted(value: Double): Unit = {
+    if (sortedCount == sorted.length) {
+      sorted = java.util.Arrays.copyOf(sorted, math.max(16, 2 * sortedCount))
+    }
+    val at = SlidingQuantiles.upperBound(sorted, sortedCount, value)
+    System.arraycopy(sorted, at, sorted, at + 1, sortedCount - at)
+    sorted(at) = value
+    sortedCount += 1
+  }
+
+  private def removeSorted(value: Double): Unit = {
+    val at = SlidingQuantiles.upperBound(sorted, sortedCount, value) - 1
+    System.arraycopy(sorted, at + 1, sorted, at, sortedCount - at - 1)
+    sortedCount -= 1
+  }
+}
+
+/** The window holds more values than the exact mode keeps. */
+final class WindowTooLargeException(limit: Int) extends IllegalStateException(
+  s"the window holds more than $limit values, the most the exact mode keeps " +
+    "(docs/percentiles.md); use a shorter window, or group by a finer key")
+
+object SlidingQuantiles {
+  /** The most values the exact mode holds: 2^24 rows take 256 MB of heap. */
+  val MaxValues: Int = 1 << 24
+
+  /** The 0-based index of Spark's percentile among n ascending values: ceil(p n) - 1. */
+  def rankIndex(p: Double, n: Int): Int = math.max(math.ceil(p * n).toLong - 1, 0L).toInt
+
+  /** The first index in `a(0 until n)` whose value is greater than `value`. */
+  private def upperBound(a: Array[Double], n: Int, value: Double): Int = {
+    var lo = 0
+    var hi = n
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (java.lang.Double.compare(a(mid), value) <= 0) lo = mid + 1 else hi = mid
+    }
+    lo
+  }
+}

@@ -1,0 +1,179 @@
+"""approx_window_percentile in SQL against a brute force on every output: each row's frame
+(or each group's rows) comes from Spark's own collect_list over the same frame, the window
+is cut from it in Python and sorted, and the answer must be the value at rank
+ceil(p n) -- percentile_approx's definition -- in running, sliding, whole-partition and
+descending frames and in GROUP BY over shuffled partitions; then types, NULLs and errors."""
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+
+import numpy as np
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from conftest import error_condition, stable_seed
+from windowsketch.functions import approx_window_percentile
+
+PERCENTAGES = [0.0, 0.01, 0.5, 0.9, 0.99, 1.0]
+P_SQL = "array(" + ", ".join(str(p) for p in PERCENTAGES) + ")"
+
+
+def exact_percentiles(values, percentages=PERCENTAGES):
+    """percentile_approx's answer over exactly these values (None for none)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return [ordered[max(math.ceil(p * len(ordered)) - 1, 0)] for p in percentages]
+
+
+def window_of(frame, window, temporal=False):
+    """The non-NULL x of a frame's (ts, x) rows inside the window ending at its largest ts:
+    (now - window, now] positions, [now - window, now] for timestamps."""
+    times = [r["ts"] for r in frame if r["ts"] is not None]
+    if not times:
+        return []
+    now = max(times)
+    inside = ((lambda t: now - window <= t <= now) if temporal
+              else (lambda t: now - window < t <= now))
+    return [r["x"] for r in frame if r["ts"] is not None and r["x"] is not None and inside(r["ts"])]
+
+
+def rows(rng, kind, n):
+    """(id, key, ts, x) rows that stress the window edge: bursts of equal ts, gaps,
+    heavy tails, ties, monotone runs, NULL values and NULL times."""
+    ts = np.cumsum(np.where(rng.random(n) < 0.1, rng.integers(10, 60, n),
+                            rng.integers(0, 3, n)))
+    x = {
+        "heavy-tailed": np.round(rng.pareto(1.2, n) * 50, 3),
+        "ties": rng.integers(0, 5, n).astype(float),
+        "increasing": np.arange(n, dtype=float),
+        "decreasing": -np.arange(n, dtype=float),
+    }[kind]
+    out = []
+    for i in range(n):
+        value = None if rng.random() < 0.1 else float(x[i])
+        time = None if rng.random() < 0.02 else int(ts[i])
+        out.append((i, f"k{i % 3}", time, value))
+    return out
+
+
+KINDS = ["heavy-tailed", "ties", "increasing", "decreasing"]
+FRAMES = {
+    "running-range": "PARTITION BY key ORDER BY ts",
+    "running-rows": "PARTITION BY key ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+    "sliding-rows": "PARTITION BY key ORDER BY ts, id ROWS BETWEEN 25 PRECEDING AND CURRENT ROW",
+    "whole-partition": "PARTITION BY key",
+    "descending": "PARTITION BY key ORDER BY ts DESC, id",
+}
+
+
+@pytest.mark.parametrize("frame", sorted(FRAMES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_row_equals_the_sorted_window_in_every_frame(spark, kind, frame):
+    rng = np.random.default_rng(stable_seed("percentile-frames", kind, frame))
+    window = 40
+    spark.createDataFrame(rows(rng, kind, 600), "id INT, key STRING, ts BIGINT, x DOUBLE") \
+        .repartition(3).createOrReplaceTempView("pct_rows")
+    over = FRAMES[frame]
+    got = spark.sql(f"""
+        SELECT approx_window_percentile(x, ts, {window}, {P_SQL}) OVER ({over}) AS ours,
+               collect_list(struct(ts, x)) OVER ({over}) AS frame
+        FROM pct_rows""").collect()
+    checked = 0
+    for r in got:
+        expected = exact_percentiles(window_of(r.frame, window))
+        assert r.ours == expected, (r.frame, r.ours, expected)
+        checked += expected is not None
+    assert checked > 500
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_group_by_over_shuffled_partitions_equals_the_sorted_window(spark, kind):
+    rng = np.random.default_rng(stable_seed("percentile-group-by", kind))
+    data = [(i, f"g{int(rng.integers(0, 40))}", t, x) for i, _, t, x in rows(rng, kind, 3000)]
+    df = spark.createDataFrame(data, "id INT, key STRING, ts BIGINT, x DOUBLE")
+    got = (df.repartition(7, "id").groupBy("key")
+           .agg(approx_window_percentile("x", "ts", 150, PERCENTAGES).alias("ours"),
+                approx_window_percentile("x", "ts", 150, 0.5).alias("median"),
+                F.collect_list(F.struct("ts", "x")).alias("frame"))
+           .collect())
+    assert len(got) == 40
+    for r in got:
+        expected = exact_percentiles(window_of(r.frame, 150))
+        assert r.ours == expected, r.key
+        assert r.median == (None if expected is None else expected[2]), r.key
+
+
+def test_timestamp_windows_are_inclusive_and_types_come_back(spark):
+    base = datetime.datetime(2025, 1, 1, 10, 0)
+    data = [(base + datetime.timedelta(minutes=m), ms, datetime.date(2025, 1, 1 + m % 20),
+             decimal.Decimal(ms) / 4, float(ms) / 8)
+            for m, ms in [(0, 12), (4, 90), (5, 15), (9, 7), (10, 30), (16, 44)]]
+    df = spark.createDataFrame(
+        data, "ts TIMESTAMP, ms INT, d DATE, price DECIMAL(10,2), f FLOAT")
+    got = df.select(
+        "ts",
+        approx_window_percentile("ms", "ts", "5 minutes", 0.5).over(
+            Window.orderBy("ts")).alias("p50"),
+        approx_window_percentile("d", "ts", datetime.timedelta(minutes=5), 1.0).over(
+            Window.orderBy("ts")).alias("d_max"),
+        approx_window_percentile("price", "ts", "5 minutes", 0.0).over(
+            Window.orderBy("ts")).alias("price_min"),
+        approx_window_percentile("f", "ts", "5 minutes", [0.5]).over(
+            Window.orderBy("ts")).alias("f_p50"),
+    ).collect()
+    # [now - 5 min, now]: at 10:05 the row of 10:00 is still in, at 10:09 it is not.
+    assert [r.p50 for r in got] == [12, 12, 15, 15, 15, 44]
+    assert isinstance(got[0].p50, int) and isinstance(got[0].d_max, datetime.date)
+    assert [r.d_max for r in got] == [datetime.date(2025, 1, 1), datetime.date(2025, 1, 5),
+                                      datetime.date(2025, 1, 6), datetime.date(2025, 1, 10),
+                                      datetime.date(2025, 1, 11), datetime.date(2025, 1, 17)]
+    assert [r.price_min for r in got] == [decimal.Decimal(x) for x in
+                                          ("3.00", "3.00", "3.00", "1.75", "1.75", "11.00")]
+    assert [r.f_p50 for r in got] == [[1.5], [1.5], [1.875], [1.875], [1.875], [5.5]]
+
+
+def test_intervals_and_an_empty_window(spark):
+    got = spark.sql("""
+        SELECT ts,
+               approx_window_percentile(i, ts, 2, 0.5) OVER (ORDER BY ts) AS day_time,
+               CAST(approx_window_percentile(m, ts, 2, 1.0) OVER (ORDER BY ts) AS STRING)
+                 AS year_month,
+               approx_window_percentile(CAST(NULL AS DOUBLE), ts, 2, 0.5) OVER (ORDER BY ts) AS none
+        FROM VALUES (1, INTERVAL 3 DAYS, INTERVAL 1 MONTH),
+                    (2, INTERVAL 1 DAY, INTERVAL 5 MONTHS),
+                    (3, NULL, NULL), (4, NULL, NULL) AS t(ts, i, m)""").collect()
+    assert [r.day_time for r in got] == [datetime.timedelta(days=3), datetime.timedelta(days=1),
+                                         datetime.timedelta(days=1), None]
+    assert [r.none for r in got] == [None] * 4
+    assert [r.year_month for r in got] == ["INTERVAL '1' MONTH", "INTERVAL '5' MONTH",
+                                           "INTERVAL '5' MONTH", None]
+
+
+@pytest.mark.parametrize("expression, condition, parameter", [
+    ("approx_window_percentile(x, ts, 3, 1.5)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", "`percentage`"),
+    ("approx_window_percentile(x, ts, 3, array(0.5, -0.1))", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", "`percentage`"),
+    ("approx_window_percentile(x, ts, 3, x)", "DATATYPE_MISMATCH.NON_FOLDABLE_INPUT", "`percentage`"),
+    ("approx_window_percentile(x, ts, 3, CAST(NULL AS DOUBLE))", "DATATYPE_MISMATCH.UNEXPECTED_NULL", "`percentage`"),
+    ("approx_window_percentile(x, ts, 3, array(0.5, NULL))", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", "`percentage`"),
+    ("approx_window_percentile(x, ts, 3, 'median')", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", "`percentage`"),
+    ("approx_window_percentile(x, ts, 3, 0.5, 0)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", "`eps`"),
+    ("approx_window_percentile(x, ts, 0, 0.5)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", "`window`"),
+    ("approx_window_percentile(x, ts, INTERVAL 1 MINUTE, 0.5)", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", "`window`"),
+    ("approx_window_percentile('slow', ts, 3, 0.5)", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", "first"),
+    ("approx_window_percentile(x, ts, 3)", "WRONG_NUM_ARGS.WITHOUT_SUGGESTION", "approx_window_percentile"),
+])
+def test_bad_arguments_are_named(spark, expression, condition, parameter):
+    with pytest.raises(Exception) as raised:
+        spark.sql(f"SELECT {expression} FROM VALUES (1.0, 1) AS t(x, ts)").collect()
+    assert error_condition(raised.value) == condition
+    assert parameter in str(raised.value)
+
+
+def test_python_arguments_are_checked_before_spark_sees_them():
+    for bad in ("p50", [], [0.5, "0.9"], True):
+        with pytest.raises(TypeError, match="`percentage`"):
+            approx_window_percentile("x", "ts", 3, bad)
