@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
 import math
+import os
 
 import numpy as np
 import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conftest import error_condition, stable_seed
+from conftest import ROOT, error_condition, stable_seed
+from golden_sketches import golden_rows, micros_of_pos
 from windowsketch.functions import approx_window_percentile
 
 PERCENTAGES = [0.0, 0.01, 0.5, 0.9, 0.99, 1.0]
@@ -177,3 +180,92 @@ def test_python_arguments_are_checked_before_spark_sees_them():
     for bad in ("p50", [], [0.5, "0.9"], True):
         with pytest.raises(TypeError, match="`percentage`"):
             approx_window_percentile("x", "ts", 3, bad)
+
+
+# Golden percentile sketches (format kind 4), read and rewritten on every line: old bytes
+# keep reading. `python tests/spark/test_percentiles.py` rewrites them; the tests never do.
+PERCENTILE_GOLDEN = os.path.join(ROOT, "tests", "golden", "percentile")
+
+
+def golden_percentile_values(pos):
+    """The golden rows' values: ties, -0.0 and NaN."""
+    values = np.where(pos % 97 == 0, np.nan, (pos * 37 % 1000) / 8.0 - 40.0)
+    values[pos % 89 == 0] = -0.0
+    return values
+
+
+def golden_percentile_bytes(spark) -> dict[str, bytes]:
+    """name -> bytes, from the golden rows: values with ties, -0.0 and NaN; a time sketch,
+    a positions sketch merged from two keys' partials, and an empty one."""
+    from windowsketch import _scala_object
+
+    replay = _scala_object(spark, "windowsketch.core.Replay")
+    fmt = _scala_object(spark, "windowsketch.core.SketchFormat")
+    keys, pos, _ = golden_rows()
+    values = golden_percentile_values(pos)
+
+    def sketch(window, eps, micros, rows):
+        ts = [micros_of_pos(p) for p in pos[rows]] if micros else pos[rows]
+        return replay.quantileSketch(window, eps, micros, np.asarray(ts, dtype=">i8").tobytes(),
+                                     np.asarray(values[rows], dtype=">f8").tobytes())
+
+    merged = sketch(1000, 0.05, False, keys == 1)
+    merged.merge(sketch(1000, 0.05, False, keys == 2))
+    return {
+        "time": bytes(fmt.serializeQuantiles(sketch(86_400_000_001, 0.01, True, keys >= 0))),
+        "positions_merged": bytes(fmt.serializeQuantiles(merged)),
+        "empty": bytes(fmt.serializeQuantiles(sketch(10, 0.01, False, keys < 0))),
+    }
+
+
+def golden_percentile_answers(spark, data: bytes) -> list:
+    from windowsketch import _scala_object
+
+    replay = _scala_object(spark, "windowsketch.core.Replay")
+    sketch = _scala_object(spark, "windowsketch.core.SketchFormat").deserializeQuantiles(data)
+    return [None if math.isnan(x) else x for x in replay.quantilesOf(
+        sketch, np.asarray(PERCENTAGES, dtype=">f8").tobytes())]
+
+
+def test_golden_percentile_sketches_read_answer_and_rewrite_as_recorded(spark):
+    with open(os.path.join(PERCENTILE_GOLDEN, "answers.json")) as f:
+        recorded = json.load(f)
+    written = golden_percentile_bytes(spark)
+    assert sorted(recorded["sketches"]) == sorted(written) == sorted(
+        f[:-4] for f in os.listdir(PERCENTILE_GOLDEN) if f.endswith(".bin"))
+    for name, data in written.items():
+        with open(os.path.join(PERCENTILE_GOLDEN, f"{name}.bin"), "rb") as f:
+            stored = f.read()
+        assert golden_percentile_answers(spark, stored) == recorded["sketches"][name], name
+        assert data == stored, name
+    # The answers are the sorted window's (count, then each percentage), not just stable.
+    keys, pos, _ = golden_rows()
+    values = golden_percentile_values(pos)
+    for name, inside in [("time", pos >= pos.max() - 86_400 // 30),
+                         ("positions_merged", (keys > 0) & (pos > pos[keys > 0].max() - 1000))]:
+        window = sorted(values[inside], key=lambda x: (math.isnan(x), x, math.copysign(1, x)))
+        expected = [float(len(window))] + [
+            None if math.isnan(v) else v
+            for v in (window[max(math.ceil(p * len(window)) - 1, 0)] for p in PERCENTAGES)]
+        assert recorded["sketches"][name] == expected, name
+    assert recorded["sketches"]["empty"] == [0] + [None] * len(PERCENTAGES)
+
+
+if __name__ == "__main__":
+    from pyspark.sql import SparkSession
+
+    import windowsketch
+
+    session = windowsketch.configure(SparkSession.builder.master("local[1]")).getOrCreate()
+    os.makedirs(PERCENTILE_GOLDEN, exist_ok=True)
+    sketches = golden_percentile_bytes(session)
+    for golden_name, golden_data in sketches.items():
+        with open(os.path.join(PERCENTILE_GOLDEN, f"{golden_name}.bin"), "wb") as out:
+            out.write(golden_data)
+    with open(os.path.join(PERCENTILE_GOLDEN, "answers.json"), "w") as out:
+        json.dump({"written_by": f"windowsketch {windowsketch.__version__} on Spark "
+                                 f"{session.version}", "format_version": 1,
+                   "sketches": {k: golden_percentile_answers(session, v)
+                                for k, v in sorted(sketches.items())}}, out, indent=1)
+        out.write("\n")
+    session.stop()
