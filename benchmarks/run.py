@@ -43,6 +43,10 @@ class Sizes:
     stored_sketches: int
     column_sketches: int
     sum_rows: int
+    percentile_rows: int
+    percentile_window: int
+    percentile_sliding_rows: int  # rows percentile_approx's sliding frame is timed on
+    percentile_keys: list
 
 
 QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
@@ -50,14 +54,16 @@ QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
               state_events=100_000, state_windows=[10**3, 10**6, 10**9],
               synthetic_rows=50_000, stream_keys=100, stream_events=50_000,
               churn_keys=5_000, churn_events=100_000, stored_sketches=5_000,
-              column_sketches=20_000, sum_rows=100_000)
+              column_sketches=20_000, sum_rows=100_000, percentile_rows=100_000,
+              percentile_window=1_000, percentile_sliding_rows=300, percentile_keys=[10**3])
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
              state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
              synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000,
              churn_keys=200_000, churn_events=2_000_000, stored_sketches=100_000,
-             column_sketches=1_000_000, sum_rows=3_000_000)
+             column_sketches=1_000_000, sum_rows=3_000_000, percentile_rows=1_000_000,
+             percentile_window=10_000, percentile_sliding_rows=500, percentile_keys=[10**4, 10**6])
 
 
 @dataclass
@@ -298,6 +304,65 @@ def distinct_windows(spark, sizes, report):
         ["window N", "query", "rows", "ns/row", "÷ approx_window_count_distinct"], lines,
         "rsd 0.05 everywhere (p = 9). The sliding frames re-aggregate every row's frame, so "
         "at large N they run on fewer rows and are compared per row.")
+
+
+def percentiles(spark, sizes, report):
+    """p99 per row in a running frame: approx_window_percentile (exact mode,
+    docs/percentiles.md) against percentile_approx over the same sliding frame, which
+    re-aggregates the frame for every row, and the running count floor; then GROUP BY
+    against percentile_approx."""
+    n, window, sample = sizes.percentile_rows, sizes.percentile_window, sizes.percentile_sliding_rows
+    # 4 keys, each with consecutive positions: the window is the key's last `window` rows.
+    spark.range(n).selectExpr("id % 4 AS k", "id DIV 4 AS ts",
+                              "CAST((id * 2654435761) % 100000 AS DOUBLE) / 100 AS ms") \
+        .createOrReplaceTempView("latencies")
+    ours = measured(spark, spark.sql(
+        f"SELECT approx_window_percentile(ms, ts, {window}, 0.99) OVER (PARTITION BY k "
+        "ORDER BY ts) AS p FROM latencies")).seconds / n * 1e9
+    floor = measured(spark, spark.sql(
+        "SELECT count(ms) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING) AS c "
+        "FROM latencies")).seconds / n * 1e9
+    # percentile_approx re-aggregates each row's frame: its cost per row at full frames is
+    # the difference between one key's first window + sample rows and window + 3 * sample.
+    def sliding(rows):
+        return measured(spark, spark.sql(
+            f"SELECT percentile_approx(ms, 0.99) OVER (ORDER BY ts ROWS BETWEEN {window - 1} "
+            f"PRECEDING AND CURRENT ROW) AS p FROM latencies WHERE k = 0 AND ts < {rows}")).seconds
+    spark_sliding = (sliding(window + 3 * sample) - sliding(window + sample)) / (2 * sample) * 1e9
+    results = {"approx_window_percentile": (ours, f"{n:,}"),
+               "percentile_approx, sliding frame": (spark_sliding, f"{2 * sample:,} at full frames"),
+               "running count, the floor": (floor, f"{n:,}")}
+    for name, (ns, rows) in results.items():
+        report.add("percentiles", name, "ns/row", ns, "ns/row", f"{rows} rows, window {window}")
+    report.table(
+        f"p99 in running windows of {window:,} rows ({n:,} rows, 4 keys), cost per row",
+        ["query", "rows", "ns/row", "÷ approx_window_percentile"],
+        [(name, rows, f"{ns:,.0f}", f"{ns / ours:,.2f}") for name, (ns, rows) in results.items()],
+        "Values uniform on [0, 1000). percentile_approx re-aggregates each row's frame: its "
+        "cost per row is measured at full frames, as the time difference between one key's "
+        f"first {window:,} + {3 * sample:,} and {window:,} + {sample:,} rows.")
+    lines = []
+    for keys in sizes.percentile_keys:
+        rows = sizes.group_rows
+        spark.range(rows).selectExpr(f"id % {keys} AS g", "id AS ts",
+                                     "CAST((id * 2654435761) % 100000 AS DOUBLE) / 100 AS ms") \
+            .createOrReplaceTempView("latency_groups")
+        best = best_alternating(spark, {
+            "approx_window_percentile": "SELECT g, approx_window_percentile(ms, ts, 1000000000, "
+                                        "0.5) FROM latency_groups GROUP BY g",
+            "percentile_approx": "SELECT g, percentile_approx(ms, 0.5) FROM latency_groups GROUP BY g",
+        }, runs=2)
+        ratio = best["approx_window_percentile"].seconds / best["percentile_approx"].seconds
+        for name, m in best.items():
+            report.add("percentiles", f"GROUP BY {keys} keys {name}", "seconds", m.seconds, "s",
+                       f"{rows} rows")
+            lines.append((f"{keys:,}", name, f"{m.seconds:.2f}", megabytes(m.peak)))
+        lines.append((f"{keys:,}", "ratio", f"{ratio:.2f}", ""))
+    report.table(
+        f"Percentiles in GROUP BY: {sizes.group_rows:,} rows",
+        ["keys", "query", "seconds", "peak task memory (MB)"], lines,
+        "Best of two alternating runs. The window covers every row, so both answer over the same "
+        "rows; percentile_approx at its default accuracy (1/eps = 10,000), ours exact.")
 
 
 def distinct_group_by(spark, sizes, report):
@@ -784,6 +849,7 @@ def plots(out, window_plot, state_plot):
 #: The report's sections in order: each a function of (spark, sizes, report[, workdir]),
 #: but scaling, which starts its own Spark processes.
 SECTIONS = ["core_throughput", "running_windows", "running_sums", "distinct_windows", "distinct_group_by",
+            "percentiles",
             "distinct_state", "group_by", "state_size", "accuracy", "streaming_state",
             "live_counts", "sketch_columns", "stored_sketches", "scaling"]
 NEEDS_WORKDIR = {"streaming_state", "live_counts", "sketch_columns", "stored_sketches"}

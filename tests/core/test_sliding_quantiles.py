@@ -189,3 +189,11 @@ def _swap_equal_time_rows(body: bytes) -> bytes:
     at = body.index(one)
     assert body[at + 9:at + 17] == two and body[at + 8] == 0  # step 0: the same time
     return body[:at] + two + body[at + 8:at + 9] + one + body[at + 17:]
+
+
+def test_a_merge_holds_none_of_the_rows_that_left_the_window(sketches):
+    """Merged-in rows outside the window are dropped at once, not kept until a query."""
+    old = _sketch(sketches, list(range(100)), [float(i) for i in range(100)], window=10)
+    new = _sketch(sketches, [1000, 1001], [5.0, 6.0], window=10)
+    new.merge(old)
+    assert new.heldCount() == 2 and _answers(sketches, new)[:2] == [2.0, 5.0]

@@ -20,6 +20,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     for section in ("Core throughput", "Running windows", "Moving sums in running frames",
                     "Distinct values in running windows",
                     "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
+                    "p99 in running windows", "Percentiles in GROUP BY",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
                     "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling"):
@@ -28,6 +29,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
+        "percentiles",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     # Window queries sort, and the exact GROUP BY and approx_count_distinct hash (and join),

@@ -184,10 +184,7 @@ object ApproxWindowPercentile extends QueryErrorsBase {
     case ShortType => d.toShort
     case FloatType => d.toFloat
     case DoubleType => d
-    case dt: DecimalType =>
-      val decimal = Decimal(d)
-      decimal.changePrecision(dt.precision, dt.scale)
-      decimal
+    case _: DecimalType => Decimal(d) // Spark's writers set the column's precision and scale
   }
 
   /**
