@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conftest import ROOT, error_condition, stable_seed
+from conftest import ROOT, error_condition, parameter_index, stable_seed
 from golden_sketches import golden_rows, micros_of_pos
 from windowsketch.functions import approx_window_percentile
 
@@ -166,7 +166,8 @@ def test_intervals_and_an_empty_window(spark):
     ("approx_window_percentile(x, ts, 3, 0.5, 0)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", "`eps`"),
     ("approx_window_percentile(x, ts, 0, 0.5)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", "`window`"),
     ("approx_window_percentile(x, ts, INTERVAL 1 MINUTE, 0.5)", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", "`window`"),
-    ("approx_window_percentile('slow', ts, 3, 0.5)", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", "first"),
+    ("approx_window_percentile('slow', ts, 3, 0.5)", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE",
+     "requires the (\"NUMERIC\""),
     ("approx_window_percentile(x, ts, 3)", "WRONG_NUM_ARGS.WITHOUT_SUGGESTION", "approx_window_percentile"),
 ])
 def test_bad_arguments_are_named(spark, expression, condition, parameter):
@@ -174,6 +175,8 @@ def test_bad_arguments_are_named(spark, expression, condition, parameter):
         spark.sql(f"SELECT {expression} FROM VALUES (1.0, 1) AS t(x, ts)").collect()
     assert error_condition(raised.value) == condition
     assert parameter in str(raised.value)
+    if condition.endswith("UNEXPECTED_INPUT_TYPE"):
+        assert f"The {parameter_index(0)} parameter" in str(raised.value)
 
 
 def test_python_arguments_are_checked_before_spark_sees_them():
