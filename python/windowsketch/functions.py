@@ -416,8 +416,8 @@ def approx_window_percentile(
     than or equal to it. The guarantee: the answer is a value of the window whose rank is
     within ``eps * n`` of ``percentage * n``; this version keeps every value of the window,
     so the rank error is 0 (windows of more than 16,777,216 values are an error). Works
-    in window frames (a running frame ordered by ``ts`` pays O(log n) comparisons and one
-    array move per row), in ``groupBy().agg()`` and with rows in any order.
+    in window frames (a running frame ordered by ``ts`` pays amortized
+    O(log n + n / 32768) per row), in ``groupBy().agg()`` and with rows in any order.
 
     Parameters
     ----------

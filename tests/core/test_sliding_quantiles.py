@@ -197,3 +197,30 @@ def test_a_merge_holds_none_of_the_rows_that_left_the_window(sketches):
     new = _sketch(sketches, [1000, 1001], [5.0, 6.0], window=10)
     new.merge(old)
     assert new.heldCount() == 2 and _answers(sketches, new)[:2] == [2.0, 5.0]
+
+
+@pytest.mark.parametrize("kind", ["uniform", "ties", "increasing", "decreasing"])
+@pytest.mark.parametrize("window", [3000, 10**12])
+def test_long_windows_in_time_order_through_many_blocks(sketches, kind, window):
+    """Thousands of values in the window: the sorted view splits blocks, drops emptied ones
+    and selects across them; every row's answers against a brute-force sorted window."""
+    import bisect
+
+    rng = np.random.default_rng(stable_seed("quantiles-blocks", kind, window))
+    n = 6000
+    ts = np.arange(n, dtype=np.int64)
+    values = {
+        "uniform": rng.random(n) * 1000,
+        "ties": rng.integers(0, 7, n).astype(float),
+        "increasing": np.arange(n, dtype=float),
+        "decreasing": -np.arange(n, dtype=float),
+    }[kind]
+    out = per_row(sketches, window, ts, values, np.ones(n, dtype=bool))
+    ordered: list = []
+    for i in range(n):
+        bisect.insort(ordered, values[i])
+        if i >= window:
+            ordered.pop(bisect.bisect_left(ordered, values[i - window]))
+        assert out[i, 0] == len(ordered), i
+        for k, p in enumerate(PERCENTAGES):
+            assert out[i, 1 + k] == ordered[max(math.ceil(p * len(ordered)) - 1, 0)], (i, p)

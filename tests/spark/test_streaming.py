@@ -1,11 +1,13 @@
 """Structured Streaming with a checkpoint: stop, restart, and the counts carry on exactly
 (within the bound) over all events, nothing lost and nothing counted twice; so do the
-distinct counts, which equal the batch aggregate's over every event."""
+distinct counts, which equal the batch aggregate's over every event, and the p99 latency,
+which equals the exact p99 of each host's last hour."""
 from __future__ import annotations
 
 import datetime
 import importlib.util
 import json
+import math
 import os
 
 import numpy as np
@@ -25,32 +27,48 @@ def load_example():
 
 def write_batch(directory, name, rows):
     with open(os.path.join(directory, name), "w") as f:
-        for host, ts, status, client in rows:
+        for host, ts, status, client, ms in rows:
             f.write(json.dumps({"host": host, "ts": ts.isoformat(), "status": status,
-                                "client": client}) + "\n")
+                                "client": client, "ms": ms}) + "\n")
 
 
 def make_events(rng, n, start):
     """Events in shuffled order: late arrivals within and across files."""
     seconds = rng.integers(0, 2 * 3600, n)
+    latencies = np.round(rng.pareto(1.5, n) * 20, 1)
     rows = [(f"h{int(h)}", start + datetime.timedelta(seconds=int(s)),
-             404 if rng.random() < 0.3 else 200, f"c{int(c)}")
-            for h, s, c in zip(rng.integers(0, 5, n), seconds, rng.integers(0, 400, n))]
+             404 if rng.random() < 0.3 else 200, f"c{int(c)}", float(ms))
+            for h, s, c, ms in zip(rng.integers(0, 5, n), seconds, rng.integers(0, 400, n),
+                                   latencies)]
     return [rows[i] for i in rng.permutation(n)]
 
 
-def exact_last_hour(rows):
+def latest_per_host(rows):
     latest = {}
-    for host, ts, _, _ in rows:
+    for host, ts, *_ in rows:
         latest[host] = max(latest.get(host, ts), ts)
-    return {host: sum(1 for h, ts, s, _ in rows
+    return latest
+
+
+def exact_last_hour(rows):
+    return {host: sum(1 for h, ts, s, *_ in rows
                       if h == host and s == 404 and ts >= now - datetime.timedelta(hours=1))
-            for host, now in latest.items()}
+            for host, now in latest_per_host(rows).items()}
+
+
+def exact_p99_last_hour(rows):
+    """The value at rank ceil(0.99 n) of each host's latencies of the last hour."""
+    out = {}
+    for host, now in latest_per_host(rows).items():
+        values = sorted(ms for h, ts, _, _, ms in rows
+                        if h == host and ts >= now - datetime.timedelta(hours=1))
+        out[host] = values[max(math.ceil(0.99 * len(values)) - 1, 0)]
+    return out
 
 
 def batch_distinct_last_hour(spark, rows):
     """The batch aggregate over every event: the same registers a correct stream holds."""
-    df = spark.createDataFrame([(h, ts, c) for h, ts, _, c in rows],
+    df = spark.createDataFrame([(h, ts, c) for h, ts, _, c, _ in rows],
                                "host STRING, ts TIMESTAMP, client STRING")
     return dict(df.groupBy("host").agg(
         approx_window_count_distinct("client", "ts", "1 hour")).collect())
@@ -59,7 +77,8 @@ def batch_distinct_last_hour(spark, rows):
 def run_until_caught_up(spark, example, source, checkpoint, seen):
     query = example.start(spark, source, checkpoint,
                           lambda rows: seen.update(
-                              {r.host: (r.errors_last_hour, r.clients_last_hour) for r in rows}),
+                              {r.host: (r.errors_last_hour, r.clients_last_hour,
+                                        r.p99_ms_last_hour) for r in rows}),
                           available_now=True)
     query.awaitTermination(600)
     assert query.exception() is None
@@ -79,7 +98,8 @@ spark = windowsketch.configure(
 seen = {{}}
 query = example.start(spark, {source!r}, {checkpoint!r},
                       lambda rows: seen.update(
-                          {{r.host: (r.errors_last_hour, r.clients_last_hour) for r in rows}}),
+                          {{r.host: (r.errors_last_hour, r.clients_last_hour,
+                                     r.p99_ms_last_hour) for r in rows}}),
                       available_now=True)
 query.awaitTermination(600)
 assert query.exception() is None
@@ -106,7 +126,8 @@ def test_counts_survive_a_restart_from_the_checkpoint(spark, tmp_path):
     before = exact_last_hour(first)
     for host, exact in before.items():
         assert abs(seen[host][0] - exact) <= 0.01 * exact, (host, seen[host], exact)
-    assert {h: d for h, (_, d) in seen.items()} == batch_distinct_last_hour(spark, first)
+    assert {h: d for h, (_, d, _) in seen.items()} == batch_distinct_last_hour(spark, first)
+    assert {h: p for h, (_, _, p) in seen.items()} == exact_p99_last_hour(first)
 
     for i, chunk in enumerate(np.array_split(np.arange(len(second)), 3)):
         write_batch(source, f"b{i}.json", [second[j] for j in chunk])
@@ -124,8 +145,13 @@ def test_counts_survive_a_restart_from_the_checkpoint(spark, tmp_path):
     # Distinct clients: the batch answer over both waves, so neither wave was lost or
     # doubled; the waves' windows differ, so an answer from one wave alone would show.
     distinct_after = batch_distinct_last_hour(spark, first + second)
-    assert {h: d for h, (_, d) in seen.items()} == distinct_after
+    assert {h: d for h, (_, d, _) in seen.items()} == distinct_after
     assert distinct_after != batch_distinct_last_hour(spark, second)
     assert min(distinct_after.values()) > 200
+    # The p99 of each host's last hour, over both waves: exact, so a lost or doubled wave
+    # (or a window cut from one wave's rows) would show.
+    p99_after = exact_p99_last_hour(first + second)
+    assert {h: p for h, (_, _, p) in seen.items()} == p99_after
+    assert p99_after != exact_p99_last_hour(second)
     print(f"\nstreaming restart: per-host exact {sorted(after.items())}, "
           f"approx {sorted(seen.items())}")

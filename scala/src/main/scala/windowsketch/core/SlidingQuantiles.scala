@@ -10,8 +10,8 @@ package windowsketch.core
  *
  * Two paths, one state:
  *  - in time order (a running frame ordered by `ts`) the values of the window are kept
- *    sorted as rows arrive and leave, so a row costs two binary searches and two array
- *    moves and a query is one array read;
+ *    sorted as rows arrive and leave ([[SortedBlocks]]), so a row costs amortized
+ *    O(log n + n / 32768) and a query O(log n);
  *  - once a row arrives out of order or a sketch is merged in, the sorted view is dropped
  *    and rebuilt on the next query (sort of the window's values), then kept while rows
  *    come in order again.
@@ -32,8 +32,7 @@ final class SlidingQuantiles(val window: Long, val eps: Double) {
   private var held = 0
 
   // The values of the window, ascending; valid only while `sortedValid`.
-  private var sorted = Array.emptyDoubleArray
-  private var sortedCount = 0
+  private val sorted = new SortedBlocks
   private var sortedValid = true
   // True while every held row arrived in time order: then the ring's head is its oldest.
   private var inOrder = true
@@ -66,7 +65,7 @@ final class SlidingQuantiles(val window: Long, val eps: Double) {
     if (!inWindow(ts)) return
     if (!ordered) { inOrder = false; sortedValid = false }
     append(ts, value)
-    if (sortedValid) insertSorted(value)
+    if (sortedValid) sorted.insert(value)
   }
 
   def merge(other: SlidingQuantiles): Unit = {
@@ -86,7 +85,7 @@ final class SlidingQuantiles(val window: Long, val eps: Double) {
   }
 
   /** The number of non-NULL values in the window. */
-  def count: Long = { ensureSorted(); sortedCount }
+  def count: Long = { ensureSorted(); sorted.size }
 
   /**
    * Spark's percentile of the window's values: the value at 1-based rank ceil(p n) of the
@@ -96,8 +95,8 @@ final class SlidingQuantiles(val window: Long, val eps: Double) {
   def quantile(p: Double): Double = {
     require(p >= 0 && p <= 1, s"percentage must be in [0, 1], got $p")
     ensureSorted()
-    if (sortedCount == 0) Double.NaN
-    else sorted(SlidingQuantiles.rankIndex(p, sortedCount))
+    if (sorted.size == 0) Double.NaN
+    else sorted.select(SlidingQuantiles.rankIndex(p, sorted.size))
   }
 
   /**
@@ -161,7 +160,7 @@ final class SlidingQuantiles(val window: Long, val eps: Double) {
   /** In time order the ring's head is its oldest row: pop what left the window. */
   private def expireInOrder(): Unit =
     while (held > 0 && !inWindow(times(head))) {
-      if (sortedValid) removeSorted(values(head))
+      if (sortedValid) sorted.remove(values(head))
       head = if (head + 1 == times.length) 0 else head + 1
       held -= 1
     }
@@ -186,30 +185,14 @@ final class SlidingQuantiles(val window: Long, val eps: Double) {
   private def ensureSorted(): Unit =
     if (!sortedValid) {
       compactExpired()
-      if (sorted.length < held) sorted = new Array[Double](math.max(16, held))
+      val ascending = new Array[Double](held)
       var i = 0
-      while (i < held) { sorted(i) = values(slot(i)); i += 1 }
-      java.util.Arrays.sort(sorted, 0, held)
-      sortedCount = held
+      while (i < held) { ascending(i) = values(slot(i)); i += 1 }
+      java.util.Arrays.sort(ascending)
+      sorted.load(ascending, held)
       sortedValid = true
       // In-order rows that follow keep this view (inserted as they come) until `now` moves.
     }
-
-  private def insertSorted(value: Double): Unit = {
-    if (sortedCount == sorted.length) {
-      sorted = java.util.Arrays.copyOf(sorted, math.max(16, 2 * sortedCount))
-    }
-    val at = SlidingQuantiles.upperBound(sorted, sortedCount, value)
-    System.arraycopy(sorted, at, sorted, at + 1, sortedCount - at)
-    sorted(at) = value
-    sortedCount += 1
-  }
-
-  private def removeSorted(value: Double): Unit = {
-    val at = SlidingQuantiles.upperBound(sorted, sortedCount, value) - 1
-    System.arraycopy(sorted, at + 1, sorted, at, sortedCount - at - 1)
-    sortedCount -= 1
-  }
 }
 
 /** The window holds more values than the exact mode keeps. */
@@ -225,7 +208,7 @@ object SlidingQuantiles {
   def rankIndex(p: Double, n: Int): Int = math.max(math.ceil(p * n).toLong - 1, 0L).toInt
 
   /** The first index in `a(0 until n)` whose value is greater than `value`. */
-  private def upperBound(a: Array[Double], n: Int, value: Double): Int = {
+  private[core] def upperBound(a: Array[Double], n: Int, value: Double): Int = {
     var lo = 0
     var hi = n
     while (lo < hi) {
@@ -234,4 +217,154 @@ object SlidingQuantiles {
     }
     lo
   }
+}
+
+/**
+ * A multiset of doubles in `java.lang.Double.compare` order, kept as sorted blocks of at
+ * most [[SortedBlocks.Capacity]] values with a Fenwick tree over the block sizes: insert
+ * and remove cost a binary search over the blocks' largest values and a move of at most
+ * one block, the k-th value O(log n). A block that fills splits in two and one that empties
+ * goes: no block is empty, and a FIFO window keeps them about half full.
+ */
+private[core] final class SortedBlocks {
+  import SortedBlocks.Capacity
+
+  private var blocks = new Array[Array[Double]](8)
+  private var sizes = new Array[Int](8)
+  private var largest = new Array[Double](8) // each block's last value, for the search
+  private var fenwick = new Array[Int](9)    // 1-based prefix sums of `sizes`
+  private var blockCount = 0
+  private var total = 0
+
+  def size: Int = total
+
+  def clear(): Unit = { blockCount = 0; total = 0 }
+
+  /** Replaces the contents with `sorted(0 until n)`, ascending. */
+  def load(sorted: Array[Double], n: Int): Unit = {
+    clear()
+    var from = 0
+    while (from < n) {
+      val m = math.min(Capacity / 2, n - from)
+      val block = new Array[Double](Capacity)
+      System.arraycopy(sorted, from, block, 0, m)
+      insertBlock(blockCount, block, m)
+      from += m
+    }
+    total = n
+    rebuildFenwick()
+  }
+
+  def insert(value: Double): Unit = {
+    if (blockCount == 0) {
+      insertBlock(0, new Array[Double](Capacity), 0)
+      rebuildFenwick()
+    }
+    val b = math.min(firstBlockNotBelow(value), blockCount - 1)
+    val block = blocks(b)
+    val at = SlidingQuantiles.upperBound(block, sizes(b), value)
+    System.arraycopy(block, at, block, at + 1, sizes(b) - at)
+    block(at) = value
+    sizes(b) += 1
+    largest(b) = block(sizes(b) - 1)
+    total += 1
+    if (sizes(b) == Capacity) split(b) else addToFenwick(b, 1)
+  }
+
+  /** Removes one copy of `value`, which must be present. */
+  def remove(value: Double): Unit = {
+    val b = firstBlockNotBelow(value)
+    val block = blocks(b)
+    val at = SlidingQuantiles.upperBound(block, sizes(b), value) - 1
+    System.arraycopy(block, at + 1, block, at, sizes(b) - at - 1)
+    sizes(b) -= 1
+    total -= 1
+    if (sizes(b) == 0) {
+      System.arraycopy(blocks, b + 1, blocks, b, blockCount - b - 1)
+      System.arraycopy(sizes, b + 1, sizes, b, blockCount - b - 1)
+      System.arraycopy(largest, b + 1, largest, b, blockCount - b - 1)
+      blockCount -= 1
+      rebuildFenwick()
+    } else {
+      largest(b) = block(sizes(b) - 1)
+      addToFenwick(b, -1)
+    }
+  }
+
+  /** The value at 0-based rank `k` < size. */
+  def select(k: Int): Double = {
+    // Fenwick descent: the block holding rank k, and k's offset in it.
+    var position = 0
+    var rest = k
+    var step = Integer.highestOneBit(math.max(1, blockCount))
+    while (step > 0) {
+      val next = position + step
+      if (next <= blockCount && fenwick(next) <= rest) {
+        position = next
+        rest -= fenwick(next)
+      }
+      step >>>= 1
+    }
+    blocks(position)(rest)
+  }
+
+  /** The first block whose largest value is >= `value` (blockCount if none). */
+  private def firstBlockNotBelow(value: Double): Int = {
+    var lo = 0
+    var hi = blockCount
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (java.lang.Double.compare(largest(mid), value) < 0) lo = mid + 1 else hi = mid
+    }
+    lo
+  }
+
+  private def split(b: Int): Unit = {
+    val block = blocks(b)
+    val half = Capacity / 2
+    val upper = new Array[Double](Capacity)
+    System.arraycopy(block, half, upper, 0, Capacity - half)
+    sizes(b) = half
+    largest(b) = block(half - 1)
+    insertBlock(b + 1, upper, Capacity - half)
+    rebuildFenwick()
+  }
+
+  private def insertBlock(at: Int, block: Array[Double], n: Int): Unit = {
+    if (blockCount == blocks.length) {
+      val grown = 2 * blocks.length
+      blocks = java.util.Arrays.copyOf(blocks, grown)
+      sizes = java.util.Arrays.copyOf(sizes, grown)
+      largest = java.util.Arrays.copyOf(largest, grown)
+    }
+    System.arraycopy(blocks, at, blocks, at + 1, blockCount - at)
+    System.arraycopy(sizes, at, sizes, at + 1, blockCount - at)
+    System.arraycopy(largest, at, largest, at + 1, blockCount - at)
+    blocks(at) = block
+    sizes(at) = n
+    if (n > 0) largest(at) = block(n - 1)
+    blockCount += 1
+  }
+
+  private def rebuildFenwick(): Unit = {
+    if (fenwick.length < blockCount + 1) fenwick = new Array[Int](blocks.length + 1)
+    java.util.Arrays.fill(fenwick, 0, blockCount + 1, 0)
+    var i = 1
+    while (i <= blockCount) {
+      fenwick(i) += sizes(i - 1)
+      val parent = i + (i & -i)
+      if (parent <= blockCount) fenwick(parent) += fenwick(i)
+      i += 1
+    }
+  }
+
+  private def addToFenwick(b: Int, delta: Int): Unit = {
+    var i = b + 1
+    while (i <= blockCount) { fenwick(i) += delta; i += i & -i }
+  }
+}
+
+private[core] object SortedBlocks {
+  /** Values a block holds at most: small enough that moving one is cheap. */
+  val Capacity = 256
 }

@@ -21,8 +21,8 @@ import windowsketch.core.{SketchFormat, SlidingQuantiles, WindowTooLargeExceptio
       is an array, returns the array of those percentiles. The answer is a value of the
       window whose rank is within `eps` * n of `percentage` * n (n the window's non-NULL
       values); this version holds every value of the window, so the rank error is 0.
-      Over a running window frame ordered by `ts` a row costs O(log n) comparisons and
-      one array move.
+      Over a running window frame ordered by `ts` a row costs amortized
+      O(log n + n / 32768).
   """,
   arguments = """
     Arguments:
