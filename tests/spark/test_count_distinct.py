@@ -143,3 +143,26 @@ def test_dataframe_function_matches_sql(spark):
     assert [r.d for r in got] == [r.d for r in want] and abs(want[-1].d - 37) <= 2
     with pytest.raises(TypeError, match="`rsd` must be a number in"):
         approx_window_count_distinct("u", "ts", 50, rsd="0.1")
+
+
+@pytest.mark.parametrize("frame", ["PARTITION BY k",
+                                   "PARTITION BY k ORDER BY ts DESC",
+                                   "PARTITION BY k ORDER BY ts ROWS BETWEEN 300 PRECEDING AND CURRENT ROW"])
+def test_other_frames_answer_as_approx_count_distinct_over_the_window(spark, frame):
+    """Frames other than the running one feed rows out of time order (whole partition,
+    descending: each frame's newest row is the partition's) or re-feed a sliding frame on
+    every row: the answer is still approx_count_distinct over the frame's rows inside the
+    window that ends at the frame's newest row."""
+    window = 5000  # about 10 of a key's distinct values per register in the window
+    # Shuffled, so a frame without ORDER BY takes the rows in no time order.
+    spark.sql("""SELECT id % 4 AS k, id DIV 4 AS ts, CAST(rand(5) * 1000000 AS INT) AS u
+                 FROM range(0, 40000, 1, 3) DISTRIBUTE BY rand(3)""") \
+        .createOrReplaceTempView("distinct_frames")
+    rows = spark.sql(f"""
+        SELECT approx_window_count_distinct(u, ts, {window}) OVER ({frame}) AS ours,
+               approx_count_distinct(CASE WHEN ts > newest - {window} THEN u END)
+                 OVER ({frame}) AS spark
+        FROM (SELECT *, max(ts) OVER ({frame}) AS newest FROM distinct_frames)""").collect()
+    assert len(rows) == 40000 and all(r.ours == r.spark for r in rows)
+    assert len({r.ours for r in rows}) > 1 or frame == "PARTITION BY k"
+    assert min(r.ours for r in rows) >= 1 and max(r.ours for r in rows) >= 200
