@@ -2,7 +2,7 @@ package org.apache.spark.sql.windowsketch
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
-import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{DataTypeMismatch, TypeCheckSuccess}
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.TypeCheckSuccess
 import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDescription, Literal}
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
@@ -198,21 +198,11 @@ object ApproxWindowPercentile extends QueryErrorsBase {
       case _ => false
     }
     if (!percentage.dataType.isInstanceOf[NumericType] && !arrayOfNumbers) {
-      return Left(DataTypeMismatch(
-        errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
-        messageParameters = Map(
-          "msg" -> (s"The ${toSQLId(name)} must be a constant DOUBLE in [0, 1] or an ARRAY of " +
-            s"them, but ${toSQLExpr(percentage)} has the type ${toSQLType(percentage.dataType)}"),
-          "hint" -> "")))
+      return Left(WindowArguments.typeCheckFailure(
+        s"The ${toSQLId(name)} must be a constant DOUBLE in [0, 1] or an ARRAY of them, but " +
+          s"${toSQLExpr(percentage)} has the type ${toSQLType(percentage.dataType)}"))
     }
-    if (!percentage.foldable) {
-      return Left(DataTypeMismatch(
-        errorSubClass = "NON_FOLDABLE_INPUT",
-        messageParameters = Map(
-          "inputName" -> toSQLId(name),
-          "inputType" -> toSQLType(percentage.dataType),
-          "inputExpr" -> toSQLExpr(percentage))))
-    }
+    if (!percentage.foldable) return Left(WindowArguments.nonFoldable(name, percentage))
     val values: Option[Array[Any]] =
       if (arrayOfNumbers) {
         Option(Cast(percentage, ArrayType(DoubleType)).eval()).map { a =>
@@ -222,23 +212,14 @@ object ApproxWindowPercentile extends QueryErrorsBase {
         }
       } else Option(Cast(percentage, DoubleType).eval()).map(v => Array[Any](v))
     values match {
-      case None => Left(DataTypeMismatch(
-        errorSubClass = "UNEXPECTED_NULL", messageParameters = Map("exprName" -> toSQLId(name))))
-      case Some(ps) if ps.isEmpty || ps.contains(null) => Left(DataTypeMismatch(
-        errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
-        messageParameters = Map(
-          "msg" -> (s"The ${toSQLId(name)} must hold at least one percentage and no NULL, but " +
-            s"it is ${toSQLExpr(percentage)}"),
-          "hint" -> "")))
+      case None => Left(WindowArguments.unexpectedNull(name))
+      case Some(ps) if ps.isEmpty || ps.contains(null) => Left(WindowArguments.typeCheckFailure(
+        s"The ${toSQLId(name)} must hold at least one percentage and no NULL, but it is " +
+          s"${toSQLExpr(percentage)}"))
       case Some(ps) =>
         val doubles = ps.map(_.asInstanceOf[Double])
         doubles.find(p => !(p >= 0.0 && p <= 1.0)) match {
-          case Some(bad) => Left(DataTypeMismatch(
-            errorSubClass = "VALUE_OUT_OF_RANGE",
-            messageParameters = Map(
-              "exprName" -> toSQLId(name),
-              "valueRange" -> "[0.0, 1.0]",
-              "currentValue" -> bad.toString)))
+          case Some(bad) => Left(WindowArguments.outOfRange(name, "[0.0, 1.0]", bad.toString))
           case None => Right(doubles)
         }
     }

@@ -155,12 +155,8 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
   private def constantIn(e: Expression, name: String, lowest: Double, upper: Double,
       range: String, upperIncluded: Boolean): Either[TypeCheckResult, Double] = {
     if (!e.dataType.isInstanceOf[NumericType] && e.dataType != NullType) {
-      return Left(DataTypeMismatch(
-        errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
-        messageParameters = Map(
-          "msg" -> (s"The ${toSQLId(name)} must be a numeric constant in $range, but " +
-            s"${toSQLExpr(e)} has the type ${toSQLType(e.dataType)}"),
-          "hint" -> "")))
+      return Left(typeCheckFailure(s"The ${toSQLId(name)} must be a numeric constant in $range, " +
+        s"but ${toSQLExpr(e)} has the type ${toSQLType(e.dataType)}"))
     }
     if (!e.foldable) return Left(nonFoldable(name, e))
     val value = Cast(e, DoubleType).eval()
@@ -179,7 +175,13 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
         "inputSql" -> toSQLExpr(e),
         "inputType" -> toSQLType(e.dataType)))
 
-  private def nonFoldable(name: String, e: Expression): TypeCheckResult =
+  /** Spark's TYPE_CHECK_FAILURE_WITH_HINT with `msg` and no hint. */
+  def typeCheckFailure(msg: String): TypeCheckResult =
+    DataTypeMismatch(
+      errorSubClass = "TYPE_CHECK_FAILURE_WITH_HINT",
+      messageParameters = Map("msg" -> msg, "hint" -> ""))
+
+  def nonFoldable(name: String, e: Expression): TypeCheckResult =
     DataTypeMismatch(
       errorSubClass = "NON_FOLDABLE_INPUT",
       messageParameters = Map(
@@ -187,12 +189,12 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
         "inputType" -> toSQLType(e.dataType),
         "inputExpr" -> toSQLExpr(e)))
 
-  private def unexpectedNull(name: String): TypeCheckResult =
+  def unexpectedNull(name: String): TypeCheckResult =
     DataTypeMismatch(
       errorSubClass = "UNEXPECTED_NULL",
       messageParameters = Map("exprName" -> toSQLId(name)))
 
-  private def outOfRange(name: String, range: String, current: String): TypeCheckResult =
+  def outOfRange(name: String, range: String, current: String): TypeCheckResult =
     DataTypeMismatch(
       errorSubClass = "VALUE_OUT_OF_RANGE",
       messageParameters = Map(
