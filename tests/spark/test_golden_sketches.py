@@ -161,6 +161,24 @@ def test_recorded_distinct_answers_are_approx_count_distinct(spark, golden_answe
         assert got == want and want > 10, (name, query, got, want)
 
 
+def test_a_capped_sketch_holds_the_bound_at_its_effective_eps(spark, golden_answers):
+    """The node cap (4,096 nodes) coarsens eps rather than grow the sketch: the golden
+    sketch that hit it reports the eps it keeps, and each recorded answer holds at that eps
+    against the exact count, though not at the eps it was written with (0.0001)."""
+    from windowsketch import _scala_object
+
+    capped = _scala_object(spark, "windowsketch.core.SketchFormat").deserialize(
+        load_golden("node_cap"))
+    effective = capped.effectiveEps()
+    assert effective == 0.0016  # eps' doubled four times: what README states
+    recorded = golden_answers["sketches"]["node_cap"]
+    assert_answers_hold(spark, recorded, "node_cap", SKETCHES["node_cap"].source, "10000000",
+                        effective)
+    with pytest.raises(AssertionError):  # the requested eps is not what it keeps
+        assert_answers_hold(spark, recorded, "node_cap", SKETCHES["node_cap"].source,
+                            "10000000", 0.0001)
+
+
 def test_stored_sketches_merge_with_new_ones(spark, golden_answers):
     """A stored sketch (keys 1 and 2) merged with one written now (key 0) counts all rows."""
     stored = load_golden("merged")
