@@ -190,6 +190,50 @@ def test_integral_positions_with_lateness(spark, tmp_path):
     assert rows == expected_rows([1, 2, 3, 9, 12, 11, 30, 29, 33], 10, 5, 999)
 
 
+def test_several_keys_a_named_event_column_and_a_timedelta_window(spark, tmp_path):
+    """`key` as a list groups on every column of it (one host in two regions is two keys),
+    `v` as a column name whose NULLs are not events, `window` as a timedelta: every row
+    against the exact count."""
+    rng = np.random.default_rng(20241124)
+    rows = [(host, region, int(second), [True, False, None][int(rng.integers(0, 3))])
+            for host, region in [("h1", "eu"), ("h1", "us"), ("h2", "eu")]
+            for second in rng.integers(0, 1800, 80)]
+    rows.sort(key=lambda r: r[2])
+    rows += [("sentinel", "x", 10 * 3600, False)]
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    for i, part in enumerate(np.array_split(np.arange(len(rows)), 4) + [[len(rows) - 1]]):
+        write_in_order(os.path.join(source, f"{i}.json"), [json.dumps({
+            "host": rows[j][0], "region": rows[j][1], "bad": rows[j][3],
+            "ts": (BASE + datetime.timedelta(seconds=rows[j][2])).isoformat()}) for j in part], i)
+    events = (spark.readStream.schema("host STRING, region STRING, ts TIMESTAMP, bad BOOLEAN")
+              .option("maxFilesPerTrigger", 1).json(source)
+              .withWatermark("ts", f"{DELAY_S} seconds"))
+    live = sliding_counts(events, ["host", "region"], "ts",
+                          datetime.timedelta(seconds=WINDOW_S), f"{EVERY_S} seconds",
+                          v="bad", eps=0.05)
+    out: list = []
+    query = (live.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
+             .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+    query.processAllAvailable()
+    query.stop()
+    got: dict = {}
+    for r in out:
+        got.setdefault((r.host, r.region), []).append(
+            (micros_of(r.window_end), r.estimate, r.lower, r.upper))
+    final = micros(10 * 3600) - DELAY_S * US
+    assert set(got) == {("h1", "eu"), ("h1", "us"), ("h2", "eu")}
+    for key, ticks in got.items():
+        accepted = [micros(second) for host, region, second, bad in rows
+                    if (host, region) == key and bad is True]
+        expected = expected_rows(accepted, WINDOW_UNITS, EVERY_S * US, final)
+        ticks.sort()
+        assert [t for t, *_ in ticks] == [t for t, _ in expected], key
+        for (tick, est, lower, upper), (_, exact) in zip(ticks, expected):
+            assert lower <= exact <= upper and abs(est - exact) <= 0.05 * exact, (key, tick)
+        assert max(exact for _, exact in expected) >= 5
+
+
 @pytest.fixture(scope="module")
 def stream(spark, tmp_path_factory):
     source = str(tmp_path_factory.mktemp("in"))
