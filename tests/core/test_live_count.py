@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import _longs, stable_seed
-from live_reference import expected_crossings, expected_rows
+from live_reference import exact_at, expected_crossings, expected_rows
 
 ALERT = {0: None, 1: "above", 2: "below"}
 CROSSING = {0: None, 1: "rise", -1: "fall"}
@@ -149,6 +149,46 @@ def test_alerts_fire_once_per_certified_crossing(sketches, above, below):
             assert lower > above if crossing == "rise" else upper <= above
         else:
             assert upper < below if crossing == "fall" else lower >= below
+    # Against the exact count of each tick's window: no alert is false, and none is missed
+    # once the exact count is past its threshold by more than the bounds' width (2 eps).
+    is_above, is_below = False, True
+    fired = {}
+    for tick, alert, crossing in got:
+        fired.setdefault(tick, []).append((alert, crossing))
+    for tick in sorted(int(r[1]) for r in counts):
+        exact = exact_at(ts, tick, 100)
+        for alert, crossing in fired.get(tick, []):
+            if alert == "above":
+                assert exact > above if crossing == "rise" else exact <= above, (tick, exact)
+                is_above = crossing == "rise"
+            else:
+                assert exact < below if crossing == "fall" else exact >= below, (tick, exact)
+                is_below = crossing == "fall"
+        if above >= 0:
+            assert is_above or exact * (1 - 2 * 0.05) <= above, (tick, exact, "above missed")
+            assert not is_above or exact * (1 + 2 * 0.05) > above, (tick, exact, "fall missed")
+        if below >= 0:
+            assert is_below or exact * (1 + 2 * 0.05) >= below, (tick, exact, "below missed")
+            assert not is_below or exact * (1 - 2 * 0.05) < below, (tick, exact, "rise missed")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_alerts_are_never_false_against_the_exact_count_near_the_threshold(sketches, seed):
+    """A count that hovers around the thresholds, within the estimate's error: every alert
+    is true of the exact count of its tick's window (an alert on the estimate is not)."""
+    rng = np.random.default_rng(stable_seed("hover", seed))
+    ts = np.flatnonzero(rng.random(20_000) < 0.4).astype(np.int64)  # about 40 a window
+    batches = np.array_split(ts, 50)
+    up_to = [int(b[0]) - 1 for b in batches[1:]] + [10**6]
+    alerts, _ = run_live(sketches, 100, 1, 0.05, batches, up_to, 40, 40)
+    assert len(alerts) >= 10
+    for r in alerts:
+        exact = exact_at(ts, int(r[1]), 100)
+        alert, crossing = ALERT[int(r[5])], CROSSING[int(r[6])]
+        if alert == "above":
+            assert exact > 40 if crossing == "rise" else exact <= 40, (int(r[1]), exact)
+        else:
+            assert exact < 40 if crossing == "fall" else exact >= 40, (int(r[1]), exact)
 
 
 def test_state_from_other_parameters_is_refused(sketches):
