@@ -12,9 +12,10 @@ package windowsketch.core
  *  - in time order (a running frame ordered by `ts`) the values of the window are kept
  *    sorted as rows arrive and leave ([[SortedBlocks]]), so a row costs amortized
  *    O(log n + n / 32768) and a query O(log n);
- *  - once a row arrives out of order or a sketch is merged in, the sorted view is dropped
- *    and rebuilt on the next query (sort of the window's values), then kept while rows
- *    come in order again.
+ *  - once a row has arrived out of order or a sketch has been merged in, the ring is no
+ *    longer in time order, so whenever `now` moves the sorted view is dropped and rebuilt
+ *    on the next query (a sort of the window's values). Rows that do not move `now` (a
+ *    descending frame's) still go straight into the view: O(log n) each.
  *
  * The compact mode for windows too large to hold (docs/percentiles.md, "Compact mode")
  * comes behind the same interface.
@@ -63,7 +64,9 @@ final class SlidingQuantiles(val window: Long, val eps: Double) {
     val ordered = !seenAny || ts >= nowTs
     advanceTo(ts)
     if (!inWindow(ts)) return
-    if (!ordered) { inOrder = false; sortedValid = false }
+    // Behind now: the window is the same, so the view takes the row; only the ring's order
+    // is lost, which matters when now next moves.
+    if (!ordered) inOrder = false
     append(ts, value)
     if (sortedValid) sorted.insert(value)
   }
