@@ -7,9 +7,11 @@ import pytest
 
 FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window_sum",
              "approx_window_count_distinct", "approx_window_percentile",
+             "approx_window_percentile_bounds",
              "window_sketch", "window_sketch_merge", "window_sketch_estimate",
              "window_sketch_bounds", "window_distinct_sketch", "window_distinct_sketch_merge",
-             "window_distinct_sketch_estimate"]
+             "window_distinct_sketch_estimate", "window_percentile_sketch",
+             "window_percentile_sketch_merge", "window_percentile_sketch_estimate"]
 
 
 def test_every_registered_function_is_described_here(spark):

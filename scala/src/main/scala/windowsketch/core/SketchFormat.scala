@@ -17,6 +17,20 @@ object SketchFormat {
   /** Kind byte: the percentiles' window, exact mode (every value with its time). */
   val KindQuantiles: Byte = 4
 
+  /** What each kind is, as users know it: for the error when a reader gets another kind. */
+  private def describeKind(kind: Byte): String = kind match {
+    case KindHistogram | KindDyadic => "a count sketch (window_sketch)"
+    case KindDistinct => "a distinct-count sketch (window_distinct_sketch)"
+    case KindQuantiles => "a percentile sketch (window_percentile_sketch)"
+    case other => throw new CorruptSketchException(s"unknown sketch kind $other")
+  }
+
+  /** Refuses a sketch of another family than `expected` (kinds of one family pass). */
+  private def requireFamily(found: Byte, expected: Byte): Unit =
+    if (describeKind(found) != describeKind(expected)) {
+      throw new CorruptSketchException(s"${describeKind(found)} is not ${describeKind(expected)}")
+    }
+
   private val FlagHasTime = 1
   private val FlagMicroseconds = 2
 
@@ -105,10 +119,7 @@ object SketchFormat {
   /** Reads [[serializeDistinct]], validated like the count sketches. */
   def deserializeDistinct(bytes: Array[Byte]): SlidingHyperLogLog = {
     val (in, h) = readHeader(bytes)
-    if (h.kind != KindDistinct) {
-      throw new CorruptSketchException(
-        "a count sketch (window_sketch) is not a distinct-count sketch (window_distinct_sketch)")
-    }
+    requireFamily(h.kind, KindDistinct)
     if (!(h.eps >= SlidingHyperLogLog.MinRsd && h.eps <= SlidingHyperLogLog.MaxRsd)) {
       throw new CorruptSketchException(s"invalid parameters window=${h.window}, rsd=${h.eps}")
     }
@@ -177,9 +188,7 @@ object SketchFormat {
   /** Reads [[serializeQuantiles]], validated like the other kinds. */
   def deserializeQuantiles(bytes: Array[Byte]): SlidingQuantiles = {
     val (in, h) = readHeader(bytes)
-    if (h.kind != KindQuantiles) {
-      throw new CorruptSketchException(s"a sketch of kind ${h.kind} is not a percentile sketch")
-    }
+    requireFamily(h.kind, KindQuantiles)
     if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
       throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")
     }
@@ -248,13 +257,7 @@ object SketchFormat {
 
   def deserialize(bytes: Array[Byte]): WindowCountSketch = {
     val (in, h) = readHeader(bytes)
-    if (h.kind == KindDistinct) {
-      throw new CorruptSketchException(
-        "a distinct-count sketch (window_distinct_sketch) is not a count sketch (window_sketch)")
-    }
-    if (h.kind == KindQuantiles) {
-      throw new CorruptSketchException("a percentile sketch is not a count sketch (window_sketch)")
-    }
+    requireFamily(h.kind, KindDyadic)
     if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
       throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")
     }

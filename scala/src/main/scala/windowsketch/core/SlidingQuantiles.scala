@@ -20,10 +20,9 @@ package windowsketch.core
  * The compact mode for windows too large to hold (docs/percentiles.md, "Compact mode")
  * comes behind the same interface.
  */
-final class SlidingQuantiles(val window: Long, val eps: Double) {
+final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAxis {
   ExponentialHistogram.checkParameters(window, eps)
 
-  /** Whether times are microseconds (temporal `ts`) rather than positions: for messages. */
   var microsecondTime = false
 
   // Every row not yet expired, in arrival order: a ring of (time, value).
@@ -100,6 +99,22 @@ final class SlidingQuantiles(val window: Long, val eps: Double) {
     ensureSorted()
     if (sorted.size == 0) Double.NaN
     else sorted.select(SlidingQuantiles.rankIndex(p, sorted.size))
+  }
+
+  /**
+   * Spark's percentiles (as [[quantile]]) of the values in the sub-window
+   * `(end - length, end]`, for a sketch column queried at `end >= now`; null when that
+   * sub-window holds no value. A sort of the sub-window's values.
+   */
+  def quantilesAt(ps: Array[Double], end: Long, length: Long): Array[Double] = {
+    val inside = new Array[Double](held)
+    var n = 0
+    foreachInWindow { (t, v) =>
+      if (java.lang.Long.compareUnsigned(end - t, length) < 0) { inside(n) = v; n += 1 }
+    }
+    if (n == 0) return null
+    java.util.Arrays.sort(inside, 0, n)
+    ps.map(p => inside(SlidingQuantiles.rankIndex(p, n)))
   }
 
   /**

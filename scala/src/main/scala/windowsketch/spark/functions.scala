@@ -154,4 +154,46 @@ object functions {
   /** The sketch's distinct count in the window of length `subWindow` ending at `asOf`. */
   def window_distinct_sketch_estimate(sketch: Column, asOf: Column, subWindow: Column): Column =
     call_function("window_distinct_sketch_estimate", sketch, asOf, subWindow)
+
+  /**
+   * [[approx_window_percentile]] with certified bounds: a struct (estimate, lower, upper) of
+   * values of the window with lower <= exact <= upper; see `approx_window_percentile_bounds`.
+   */
+  def approx_window_percentile_bounds(x: Column, ts: Column, window: Column, percentage: Column,
+      eps: Column): Column =
+    call_function("approx_window_percentile_bounds", x, ts, window, percentage, eps)
+
+  def approx_window_percentile_bounds(x: Column, ts: Column, window: Column,
+      percentage: Column): Column =
+    call_function("approx_window_percentile_bounds", x, ts, window, percentage)
+
+  /** A mergeable percentile sketch (BINARY) of the group's values; see `window_percentile_sketch`. */
+  def window_percentile_sketch(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("window_percentile_sketch", x, ts, window, eps)
+
+  def window_percentile_sketch(x: Column, ts: Column, window: Column): Column =
+    call_function("window_percentile_sketch", x, ts, window)
+
+  def window_percentile_sketch(x: String, ts: String, window: Any, eps: Double): Column =
+    window_percentile_sketch(col(x), col(ts), lit(window), lit(eps))
+
+  /** Merges the group's percentile sketches into one; see `window_percentile_sketch_merge`. */
+  def window_percentile_sketch_merge(sketch: Column): Column =
+    call_function("window_percentile_sketch_merge", sketch)
+
+  def window_percentile_sketch_merge(sketch: String): Column =
+    window_percentile_sketch_merge(col(sketch))
+
+  /** The sketch's percentile (a DOUBLE, or an array) in its window ending at its largest ts. */
+  def window_percentile_sketch_estimate(sketch: Column, percentage: Column): Column =
+    call_function("window_percentile_sketch_estimate", sketch, percentage)
+
+  /** The sketch's percentile in its window ending at `asOf`. */
+  def window_percentile_sketch_estimate(sketch: Column, percentage: Column, asOf: Column): Column =
+    call_function("window_percentile_sketch_estimate", sketch, percentage, asOf)
+
+  /** The sketch's percentile in the window of length `subWindow` ending at `asOf`. */
+  def window_percentile_sketch_estimate(sketch: Column, percentage: Column, asOf: Column,
+      subWindow: Column): Column =
+    call_function("window_percentile_sketch_estimate", sketch, percentage, asOf, subWindow)
 }

@@ -3,7 +3,8 @@ package org.apache.spark.sql.windowsketch
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.TypeCheckSuccess
-import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDescription, Literal}
+import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDescription,
+  GenericInternalRow, Literal}
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
 import org.apache.spark.sql.errors.QueryErrorsBase
@@ -62,7 +63,7 @@ case class ApproxWindowPercentile(
     eps: Expression,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends TypedImperativeAggregate[SlidingQuantiles] with QueryErrorsBase {
+  extends PercentileAggregate with PercentagesArgument {
 
   def this(x: Expression, ts: Expression, window: Expression, percentage: Expression,
       eps: Expression) = this(x, ts, window, percentage, eps, 0, 0)
@@ -72,21 +73,135 @@ case class ApproxWindowPercentile(
 
   override def prettyName: String = ApproxWindowPercentile.Name
 
+  override def checkInputDataTypes(): TypeCheckResult =
+    Seq(super.checkInputDataTypes(), checkPercentages).find(_.isFailure).getOrElse(TypeCheckSuccess)
+
+  override def eval(buffer: SlidingQuantiles): Any =
+    if (buffer.count == 0) null
+    else answer(percentages.map(p => ApproxWindowPercentile.fromDouble(buffer.quantile(p), valueType)))
+
+  override def nullable: Boolean = true
+
+  override def dataType: DataType = resultType(x.dataType)
+
+  override def children: Seq[Expression] = Seq(x, ts, window, percentage, eps)
+
+  override protected def withNewChildrenInternal(
+      newChildren: IndexedSeq[Expression]): ApproxWindowPercentile =
+    copy(x = newChildren(0), ts = newChildren(1), window = newChildren(2),
+      percentage = newChildren(3), eps = newChildren(4))
+
+  override def withNewMutableAggBufferOffset(newOffset: Int): ApproxWindowPercentile =
+    copy(mutableAggBufferOffset = newOffset)
+
+  override def withNewInputAggBufferOffset(newOffset: Int): ApproxWindowPercentile =
+    copy(inputAggBufferOffset = newOffset)
+}
+
+// scalastyle:off line.size.limit
+@ExpressionDescription(
+  usage = """
+    _FUNC_(x, ts, window, percentage[, eps]) - Returns approx_window_percentile's answer with
+      certified bounds: a struct (estimate, lower, upper) of values of the window with
+      lower <= exact <= upper, the exact percentile being percentile_approx's over exactly
+      the window's rows. An array `percentage` gives an array of such structs. This version
+      holds every value of the window, so lower = estimate = upper.
+  """,
+  arguments = """
+    Arguments:
+      * x, ts, window, percentage, eps - as for approx_window_percentile.
+  """,
+  examples = """
+    Examples:
+      > SELECT ts, _FUNC_(ms, ts, 3, 0.5) OVER (ORDER BY ts) FROM VALUES (1, 30), (2, 10), (3, 20) AS t(ts, ms);
+       1	Row(estimate=30, lower=30, upper=30)
+       2	Row(estimate=10, lower=10, upper=10)
+       3	Row(estimate=20, lower=20, upper=20)
+  """,
+  note = """
+    The fields have the type of `x`; the result is NULL when the window holds no non-NULL `x`.
+  """,
+  group = "agg_funcs",
+  since = "0.1.0")
+// scalastyle:on line.size.limit
+case class ApproxWindowPercentileBounds(
+    x: Expression,
+    ts: Expression,
+    window: Expression,
+    percentage: Expression,
+    eps: Expression,
+    mutableAggBufferOffset: Int = 0,
+    inputAggBufferOffset: Int = 0)
+  extends PercentileAggregate with PercentagesArgument {
+
+  def this(x: Expression, ts: Expression, window: Expression, percentage: Expression,
+      eps: Expression) = this(x, ts, window, percentage, eps, 0, 0)
+
+  def this(x: Expression, ts: Expression, window: Expression, percentage: Expression) =
+    this(x, ts, window, percentage, Literal(WindowArguments.DefaultEps))
+
+  override def prettyName: String = ApproxWindowPercentileBounds.Name
+
+  override def checkInputDataTypes(): TypeCheckResult =
+    Seq(super.checkInputDataTypes(), checkPercentages).find(_.isFailure).getOrElse(TypeCheckSuccess)
+
+  // The exact mode's answer is the exact percentile, so it is both its bounds.
+  override def eval(buffer: SlidingQuantiles): Any =
+    if (buffer.count == 0) null
+    else answer(percentages.map { p =>
+      val v = ApproxWindowPercentile.fromDouble(buffer.quantile(p), valueType)
+      new GenericInternalRow(Array[Any](v, v, v))
+    })
+
+  override def nullable: Boolean = true
+
+  override def dataType: DataType = resultType(ApproxWindowPercentileBounds.structOf(x.dataType))
+
+  override def children: Seq[Expression] = Seq(x, ts, window, percentage, eps)
+
+  override protected def withNewChildrenInternal(
+      newChildren: IndexedSeq[Expression]): ApproxWindowPercentileBounds =
+    copy(x = newChildren(0), ts = newChildren(1), window = newChildren(2),
+      percentage = newChildren(3), eps = newChildren(4))
+
+  override def withNewMutableAggBufferOffset(newOffset: Int): ApproxWindowPercentileBounds =
+    copy(mutableAggBufferOffset = newOffset)
+
+  override def withNewInputAggBufferOffset(newOffset: Int): ApproxWindowPercentileBounds =
+    copy(inputAggBufferOffset = newOffset)
+}
+
+object ApproxWindowPercentileBounds {
+  val Name = "approx_window_percentile_bounds"
+
+  def structOf(t: DataType): StructType = StructType(Seq(
+    StructField("estimate", t, nullable = false),
+    StructField("lower", t, nullable = false),
+    StructField("upper", t, nullable = false)))
+}
+
+/**
+ * What the aggregates over `(x, ts, window, ..., eps)` of the percentile family share: the
+ * argument checks, reading rows into a [[SlidingQuantiles]], merging and the binary state
+ * (format kind 4). Subclasses choose the result.
+ */
+abstract class PercentileAggregate extends TypedImperativeAggregate[SlidingQuantiles] {
+  def x: Expression
+  def ts: Expression
+  def window: Expression
+  def eps: Expression
+
   // Lazy so the constants are read once, after the checks, never during tree transforms.
   private lazy val windowLength: Long = WindowArguments.windowLength(window, ts).toOption.get
   private lazy val epsilon: Double = WindowArguments.epsValue(eps).toOption.get
-  private lazy val percentages: Array[Double] =
-    ApproxWindowPercentile.percentagesOf(percentage).toOption.get
-  private lazy val returnsArray: Boolean = percentage.dataType.isInstanceOf[ArrayType]
   private lazy val tsType: DataType = ts.dataType
-  private lazy val valueType: DataType = x.dataType
+  protected lazy val valueType: DataType = x.dataType
 
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(
       ApproxWindowPercentile.checkValueType(x),
       WindowArguments.checkTimeType(ts),
       WindowArguments.windowLength(window, ts).left.getOrElse(TypeCheckSuccess),
-      ApproxWindowPercentile.percentagesOf(percentage).left.getOrElse(TypeCheckSuccess),
       WindowArguments.epsValue(eps).left.getOrElse(TypeCheckSuccess)
     ).find(_.isFailure).getOrElse(TypeCheckSuccess)
 
@@ -121,36 +236,35 @@ case class ApproxWindowPercentile(
     buffer
   }
 
-  override def eval(buffer: SlidingQuantiles): Any =
-    if (buffer.count == 0) null
-    else if (returnsArray) {
-      new GenericArrayData(percentages.map(p =>
-        ApproxWindowPercentile.fromDouble(buffer.quantile(p), valueType)))
-    } else ApproxWindowPercentile.fromDouble(buffer.quantile(percentages(0)), valueType)
-
   override def serialize(buffer: SlidingQuantiles): Array[Byte] =
     SketchFormat.serializeQuantiles(buffer)
 
   override def deserialize(bytes: Array[Byte]): SlidingQuantiles =
     SketchFormat.deserializeQuantiles(bytes)
+}
 
-  override def nullable: Boolean = true
+/**
+ * A constant `percentage` argument: one DOUBLE in [0, 1] (one answer) or an array of them
+ * (an array of answers, in the array's order).
+ */
+trait PercentagesArgument { self: Expression =>
+  def percentage: Expression
 
-  override def dataType: DataType =
-    if (returnsArray) ArrayType(x.dataType, containsNull = false) else x.dataType
+  protected lazy val percentages: Array[Double] =
+    ApproxWindowPercentile.percentagesOf(percentage).toOption.get
+  private lazy val returnsArray: Boolean = percentage.dataType.isInstanceOf[ArrayType]
 
-  override def children: Seq[Expression] = Seq(x, ts, window, percentage, eps)
+  protected def checkPercentages: TypeCheckResult =
+    ApproxWindowPercentile.percentagesOf(percentage).left.getOrElse(TypeCheckSuccess)
 
-  override protected def withNewChildrenInternal(
-      newChildren: IndexedSeq[Expression]): ApproxWindowPercentile =
-    copy(x = newChildren(0), ts = newChildren(1), window = newChildren(2),
-      percentage = newChildren(3), eps = newChildren(4))
+  /** The result type for answers of type `element`. */
+  protected def resultType(element: DataType): DataType =
+    if (percentage.dataType.isInstanceOf[ArrayType]) ArrayType(element, containsNull = false)
+    else element
 
-  override def withNewMutableAggBufferOffset(newOffset: Int): ApproxWindowPercentile =
-    copy(mutableAggBufferOffset = newOffset)
-
-  override def withNewInputAggBufferOffset(newOffset: Int): ApproxWindowPercentile =
-    copy(inputAggBufferOffset = newOffset)
+  /** One answer per percentage, as the result: the answer itself, or their array. */
+  protected def answer(perPercentage: Array[Any]): Any =
+    if (returnsArray) new GenericArrayData(perPercentage) else perPercentage(0)
 }
 
 object ApproxWindowPercentile extends QueryErrorsBase {

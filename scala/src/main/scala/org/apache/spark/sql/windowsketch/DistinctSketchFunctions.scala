@@ -163,7 +163,7 @@ object WindowDistinctSketchMerge {
   since = "0.1.0")
 // scalastyle:on line.size.limit
 case class WindowDistinctSketchEstimate(sketch: Expression, asOf: Expression, subWindow: Expression)
-  extends SketchQuery[SlidingHyperLogLog] {
+  extends SketchQuery[SlidingHyperLogLog] with ThreeArgumentSketchQuery {
 
   def this(sketch: Expression, asOf: Expression) = this(sketch, asOf, Literal(null, NullType))
 

@@ -23,13 +23,17 @@ object FunctionRegistrations {
     registration[ApproxWindowSum](ApproxWindowSum.Name),
     registration[ApproxWindowCountDistinct](ApproxWindowCountDistinct.Name),
     registration[ApproxWindowPercentile](ApproxWindowPercentile.Name),
+    registration[ApproxWindowPercentileBounds](ApproxWindowPercentileBounds.Name),
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
     registration[WindowSketchEstimate](WindowSketchEstimate.Name),
     registration[WindowSketchBounds](WindowSketchBounds.Name),
     registration[WindowDistinctSketchAgg](WindowDistinctSketchAgg.Name),
     registration[WindowDistinctSketchMerge](WindowDistinctSketchMerge.Name),
-    registration[WindowDistinctSketchEstimate](WindowDistinctSketchEstimate.Name))
+    registration[WindowDistinctSketchEstimate](WindowDistinctSketchEstimate.Name),
+    registration[WindowPercentileSketchAgg](WindowPercentileSketchAgg.Name),
+    registration[WindowPercentileSketchMerge](WindowPercentileSketchMerge.Name),
+    registration[WindowPercentileSketchEstimate](WindowPercentileSketchEstimate.Name))
 
   /**
    * Adds every function to a running classic session's registry, under the name that

@@ -3,15 +3,14 @@ package org.apache.spark.sql.windowsketch
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{DataTypeMismatch, TypeCheckSuccess}
-import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription, Literal,
-  TernaryExpression}
+import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription, Literal}
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
-import org.apache.spark.sql.catalyst.trees.UnaryLike
+import org.apache.spark.sql.catalyst.trees.{TernaryLike, UnaryLike}
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
 import windowsketch.core.{CorruptSketchException, DyadicWindowSketch, SketchAxis, SketchFormat,
-  SlidingHyperLogLog, WindowCountSketch}
+  SlidingHyperLogLog, SlidingQuantiles, WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -87,6 +86,10 @@ private[windowsketch] object SketchInput {
 
   def readDistinct(bytes: Array[Byte], function: String): SlidingHyperLogLog =
     try SketchFormat.deserializeDistinct(bytes)
+    catch { case e: CorruptSketchException => throw named(function, e) }
+
+  def readQuantiles(bytes: Array[Byte], function: String): SlidingQuantiles =
+    try SketchFormat.deserializeQuantiles(bytes)
     catch { case e: CorruptSketchException => throw named(function, e) }
 
   private def named(function: String, e: CorruptSketchException): IllegalArgumentException =
@@ -232,7 +235,7 @@ object WindowSketchMerge {
  * ts) and `sub_window` long (default: the sketch's window). Arguments left out are NULL
  * literals of type NULL, which is what the shorter SQL forms pass.
  */
-abstract class SketchQuery[S <: SketchAxis] extends TernaryExpression with CodegenFallback {
+abstract class SketchQuery[S <: SketchAxis] extends Expression with CodegenFallback {
   def sketch: Expression
   def asOf: Expression
   def subWindow: Expression
@@ -241,9 +244,7 @@ abstract class SketchQuery[S <: SketchAxis] extends TernaryExpression with Codeg
   protected def maker: String
   protected def read(bytes: Array[Byte]): S
 
-  override def first: Expression = sketch
-  override def second: Expression = asOf
-  override def third: Expression = subWindow
+  override def foldable: Boolean = children.forall(_.foldable)
 
   private def asOfGiven: Boolean = asOf.dataType != NullType
   private def subWindowGiven: Boolean = subWindow.dataType != NullType
@@ -251,13 +252,16 @@ abstract class SketchQuery[S <: SketchAxis] extends TernaryExpression with Codeg
   private lazy val subWindowLength: Long =
     WindowArguments.windowLength(subWindow, asOf, "sub_window", "as_of").toOption.get
 
+  /** The 0-based position of `as_of` among the arguments, for errors naming it. */
+  protected def asOfIndex: Int = 1
+
   override def checkInputDataTypes(): TypeCheckResult = {
     val asOfCheck =
-      if (!asOfGiven) TypeCheckSuccess else WindowArguments.checkTimeType(asOf, index = 1)
+      if (!asOfGiven) TypeCheckSuccess else WindowArguments.checkTimeType(asOf, index = asOfIndex)
     val subWindowCheck =
       if (!subWindowGiven) TypeCheckSuccess
       else if (!asOfGiven) WindowArguments.unexpectedType(
-        1, "(\"TIMESTAMP\" or \"TIMESTAMP_NTZ\" or \"DATE\" or an integral type)", asOf)
+        asOfIndex, "(\"TIMESTAMP\" or \"TIMESTAMP_NTZ\" or \"DATE\" or an integral type)", asOf)
       else WindowArguments.windowLength(subWindow, asOf, "sub_window", "as_of")
         .left.getOrElse(TypeCheckSuccess)
     Seq(SketchInput.checkBinary(sketch, maker), asOfCheck, subWindowCheck)
@@ -300,8 +304,16 @@ abstract class SketchQuery[S <: SketchAxis] extends TernaryExpression with Codeg
   }
 }
 
+/** A query of a sketch column whose arguments are (sketch[, as_of[, sub_window]]). */
+trait ThreeArgumentSketchQuery extends TernaryLike[Expression] { self: SketchQuery[_] =>
+  override def first: Expression = sketch
+  override def second: Expression = asOf
+  override def third: Expression = subWindow
+}
+
 /** Queries of count sketches (window_sketch): (estimate, lower, upper) in the window. */
-abstract class CountSketchQuery extends SketchQuery[WindowCountSketch] {
+abstract class CountSketchQuery extends SketchQuery[WindowCountSketch]
+  with ThreeArgumentSketchQuery {
   override protected def maker: String = WindowSketchAgg.Name
 
   override protected def read(bytes: Array[Byte]): WindowCountSketch =
