@@ -15,9 +15,11 @@ from pyspark.sql import functions as F
 
 __all__ = [
     "approx_window_count", "approx_window_count_bounds", "approx_window_count_distinct",
-    "approx_window_percentile", "approx_window_sum", "window_distinct_sketch", "window_distinct_sketch_estimate",
-    "window_distinct_sketch_merge", "window_sketch", "window_sketch_bounds",
-    "window_sketch_estimate", "window_sketch_merge"]
+    "approx_window_percentile", "approx_window_percentile_bounds", "approx_window_sum",
+    "window_distinct_sketch", "window_distinct_sketch_estimate",
+    "window_distinct_sketch_merge", "window_percentile_sketch",
+    "window_percentile_sketch_estimate", "window_percentile_sketch_merge", "window_sketch",
+    "window_sketch_bounds", "window_sketch_estimate", "window_sketch_merge"]
 
 ColumnOrName = Union[Column, str]
 WindowSpec = Union[int, datetime.timedelta, str, Column]
@@ -66,12 +68,14 @@ def _window_aggregate(name: str, v: ColumnOrName, ts: ColumnOrName, window: Any,
         _literal(eps if isinstance(eps, Column) else float(eps)))
 
 
-def _sketch_query(name: str, sketch: ColumnOrName, as_of: Any, sub_window: Any) -> Column:
+def _sketch_query(name: str, sketch: ColumnOrName, as_of: Any, sub_window: Any,
+                  *leading: Column) -> Column:
+    """A query of a sketch column: (sketch, *leading[, as_of[, sub_window]])."""
     _check_column(sketch, "sketch")
     if as_of is None:
         if sub_window is not None:
             raise TypeError("`sub_window` needs `as_of`: the window it ends at")
-        return F.call_function(name, _column(sketch))
+        return F.call_function(name, _column(sketch), *leading)
     if isinstance(as_of, bool) or not isinstance(
             as_of, (str, Column, datetime.date, int)):
         raise TypeError(
@@ -79,9 +83,9 @@ def _sketch_query(name: str, sketch: ColumnOrName, as_of: Any, sub_window: Any) 
             f"{as_of!r}")
     end = F.col(as_of) if isinstance(as_of, str) else _literal(as_of)
     if sub_window is None:
-        return F.call_function(name, _column(sketch), end)
+        return F.call_function(name, _column(sketch), *leading, end)
     _check_window(sub_window)
-    return F.call_function(name, _column(sketch), end, _literal(sub_window))
+    return F.call_function(name, _column(sketch), *leading, end, _literal(sub_window))
 
 
 def approx_window_count(
@@ -454,26 +458,172 @@ def approx_window_percentile(
     |  5|[40, 50]|
     +---+--------+
     """
+    return _percentile_aggregate("approx_window_percentile", x, ts, window, percentage, eps)
+
+
+def _percentages(percentage: Union[float, Sequence[float], Column]) -> Column:
+    """A percentage argument as a Column: a DOUBLE literal, or an array of them."""
+    if isinstance(percentage, Column):
+        return percentage
+    if isinstance(percentage, (int, float)) and not isinstance(percentage, bool):
+        return F.lit(float(percentage))
+    if isinstance(percentage, (list, tuple)) and percentage and all(
+            isinstance(p, (int, float)) and not isinstance(p, bool) for p in percentage):
+        return F.array(*[F.lit(float(p)) for p in percentage])
+    raise TypeError(
+        f"`percentage` must be a number in [0, 1] or a list of them, got {percentage!r}")
+
+
+def _percentile_aggregate(name: str, x: ColumnOrName, ts: ColumnOrName, window: WindowSpec,
+                          percentage: Union[float, Sequence[float], Column],
+                          eps: Union[float, Column]) -> Column:
     _check_column(x, "x")
     _check_column(ts, "ts")
     _check_window(window)
     _check_eps(eps)
-    if isinstance(percentage, (list, tuple)):
-        if not percentage or not all(
-                isinstance(p, (int, float)) and not isinstance(p, bool) for p in percentage):
-            raise TypeError(
-                f"`percentage` must be a number in [0, 1] or a list of them, got {percentage!r}")
-        percentages = F.array(*[F.lit(float(p)) for p in percentage])
-    elif isinstance(percentage, Column):
-        percentages = percentage
-    elif isinstance(percentage, (int, float)) and not isinstance(percentage, bool):
-        percentages = F.lit(float(percentage))
-    else:
-        raise TypeError(
-            f"`percentage` must be a number in [0, 1] or a list of them, got {percentage!r}")
     return F.call_function(
-        "approx_window_percentile", _column(x), _column(ts), _literal(window), percentages,
+        name, _column(x), _column(ts), _literal(window), _percentages(percentage),
         _literal(eps if isinstance(eps, Column) else float(eps)))
+
+
+def approx_window_percentile_bounds(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    percentage: Union[float, Sequence[float], Column],
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """:func:`approx_window_percentile` with certified bounds.
+
+    A struct ``(estimate, lower, upper)`` of values of the window with
+    ``lower <= exact <= upper``, the exact percentile being ``percentile_approx``'s over
+    exactly the window's rows (an array of such structs for several percentages). This
+    version keeps every value of the window, so ``lower == estimate == upper``. Arguments
+    as for :func:`approx_window_percentile`; the fields have the type of ``x``.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_percentile_bounds
+    >>> df = spark.createDataFrame([(1, 30), (2, 10), (3, 20)], "ts INT, ms INT")
+    >>> df.select("ts", approx_window_percentile_bounds("ms", "ts", 3, 0.5)
+    ...           .over(Window.orderBy("ts")).alias("p50")).show()
+    +---+------------+
+    | ts|         p50|
+    +---+------------+
+    |  1|{30, 30, 30}|
+    |  2|{10, 10, 10}|
+    |  3|{20, 20, 20}|
+    +---+------------+
+    """
+    return _percentile_aggregate("approx_window_percentile_bounds", x, ts, window, percentage,
+                                 eps)
+
+
+def window_percentile_sketch(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """A mergeable sketch (BINARY) of a group's values and their times, for percentiles.
+
+    Keep one per key and period, merge them later with
+    :func:`window_percentile_sketch_merge` and read them with
+    :func:`window_percentile_sketch_estimate`: percentiles in any window of up to
+    ``window`` ending at or after the sketch's largest ``ts``, each what
+    :func:`approx_window_percentile` gives over that window's rows. Arguments as for
+    :func:`approx_window_percentile`. This version keeps every value of the window (about
+    10 bytes each), so its answers are exact.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_percentile_sketch,
+    ...     window_percentile_sketch_estimate)
+    >>> df = spark.createDataFrame([("home", 1, 30), ("home", 2, 10), ("cart", 3, 20)],
+    ...                            "page STRING, ts INT, ms INT")
+    >>> df.groupBy("page").agg(window_percentile_sketch_estimate(
+    ...     window_percentile_sketch("ms", "ts", 10), 0.5).alias("p50")).orderBy("page").show()
+    +----+----+
+    |page| p50|
+    +----+----+
+    |cart|20.0|
+    |home|10.0|
+    +----+----+
+    """
+    return _window_aggregate("window_percentile_sketch", x, ts, window, eps, v_name="x")
+
+
+def window_percentile_sketch_merge(sketch: ColumnOrName) -> Column:
+    """Merges a group's percentile sketches: the sketch one :func:`window_percentile_sketch`
+    would have made of all their rows.
+
+    NULL sketches are skipped; a group with none gives NULL. Sketches of another window,
+    ``eps`` or time unit, and bytes that are not a percentile sketch, raise an error.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_percentile_sketch,
+    ...     window_percentile_sketch_estimate, window_percentile_sketch_merge)
+    >>> df = spark.createDataFrame(
+    ...     [("home", 1, 30), ("home", 2, 10), ("cart", 3, 20), ("home", 4, 50)],
+    ...     "page STRING, ts INT, ms INT")
+    >>> per_page = df.groupBy("page").agg(window_percentile_sketch("ms", "ts", 3).alias("s"))
+    >>> per_page.agg(window_percentile_sketch_estimate(window_percentile_sketch_merge("s"), 0.5)
+    ...              .alias("p50_of_last_3")).show()
+    +-------------+
+    |p50_of_last_3|
+    +-------------+
+    |         20.0|
+    +-------------+
+    """
+    _check_column(sketch, "sketch")
+    return F.call_function("window_percentile_sketch_merge", _column(sketch))
+
+
+def window_percentile_sketch_estimate(
+    sketch: ColumnOrName,
+    percentage: Union[float, Sequence[float], Column],
+    as_of: AsOf = None,
+    sub_window: Optional[WindowSpec] = None,
+) -> Column:
+    """The percentile of a percentile sketch's values in a window.
+
+    Parameters
+    ----------
+    sketch : :class:`~pyspark.sql.Column` or str
+        BINARY made by :func:`window_percentile_sketch` or
+        :func:`window_percentile_sketch_merge`.
+    percentage : float, list of floats or :class:`~pyspark.sql.Column`
+        A percentage in [0, 1], or several: then the result is an array.
+    as_of, sub_window
+        As for :func:`window_sketch_estimate`: where the window ends (default: the
+        sketch's largest ``ts``; never earlier) and how long it is (default: the
+        sketch's window).
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        DOUBLE (values are kept as the doubles they are ranked by), or an array of them;
+        NULL when the window holds no value, or the sketch or ``as_of`` is NULL.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_percentile_sketch,
+    ...     window_percentile_sketch_estimate)
+    >>> df = spark.createDataFrame([(1, 30), (2, 10), (3, 20), (4, 50)], "ts INT, ms INT")
+    >>> s = df.agg(window_percentile_sketch("ms", "ts", 3).alias("s"))
+    >>> s.select(window_percentile_sketch_estimate("s", 0.5).alias("p50"),
+    ...          window_percentile_sketch_estimate("s", [0.0, 1.0], 5).alias("range_at_5"),
+    ...          window_percentile_sketch_estimate("s", 0.5, 4, 1).alias("at_4_last_1")).show()
+    +----+------------+-----------+
+    | p50|  range_at_5|at_4_last_1|
+    +----+------------+-----------+
+    |20.0|[20.0, 50.0]|       50.0|
+    +----+------------+-----------+
+    """
+    return _sketch_query("window_percentile_sketch_estimate", sketch, as_of, sub_window,
+                         _percentages(percentage))
 
 
 def window_distinct_sketch(
