@@ -91,6 +91,14 @@ def golden_rows() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return keys, pos, v
 
 
+def golden_percentile_values(pos: np.ndarray) -> np.ndarray:
+    """The values of the golden percentile sketches (tests/golden/percentile), one per
+    golden row: ties, -0.0 and NaN."""
+    values = np.where(pos % 97 == 0, np.nan, (pos * 37 % 1000) / 8.0 - 40.0)
+    values[pos % 89 == 0] = -0.0
+    return values
+
+
 def micros_of_pos(pos: int) -> int:
     return int(pos) * 30 * 1_000_000
 

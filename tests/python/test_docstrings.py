@@ -3,6 +3,8 @@ print what they show."""
 from __future__ import annotations
 
 import doctest
+import importlib
+import pkgutil
 
 import pytest
 
@@ -28,13 +30,19 @@ def test_docstring_example_runs(spark, test):
     assert result.attempted >= 3
 
 
-READER_DOCTESTS = [t for t in doctest.DocTestFinder().find(windowsketch.sketch) if t.examples]
+# The reader is a package: the doctests of every module, each family's included.
+READER_DOCTESTS = [
+    t for module in [windowsketch.sketch] + [
+        importlib.import_module(f"windowsketch.sketch.{m.name}")
+        for m in pkgutil.iter_modules(windowsketch.sketch.__path__)]
+    for t in doctest.DocTestFinder().find(module) if t.examples]
 
 
 def test_sketch_reader_public_names_are_documented_and_its_examples_run():
     for name in windowsketch.sketch.__all__:
         assert getattr(windowsketch.sketch, name).__doc__, name
-    assert READER_DOCTESTS
+    assert {t.name.rsplit(".", 1)[-1] for t in READER_DOCTESTS} >= {"WindowSketch",
+                                                                     "PercentileSketch"}
     for test in READER_DOCTESTS:  # no Spark needed
         report: list[str] = []
         result = doctest.DocTestRunner().run(test, out=report.append)

@@ -9,6 +9,7 @@ python/windowsketch/_hllpp_tables.py from the running Spark.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import re
 import sys
@@ -17,9 +18,10 @@ import zlib
 
 import numpy as np
 import pytest
+from pyspark.sql import functions as F
 
 from windowsketch import _hllpp_tables
-from windowsketch.sketch import InvalidSketchBytes, WindowSketch, merge_column
+from windowsketch.sketch import InvalidSketchBytes, PercentileSketch, WindowSketch, merge_column
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -205,7 +207,7 @@ def test_distinct_estimates_equal_sqls_for_every_window(spark, sketches, case):
 def test_bias_correction_equals_sparks_between_and_on_the_table_points(spark):
     """Spark's k-nearest-neighbour bias at raw estimates on, between and just off its table
     points (the tables are not strictly sorted: its binary search is ported step by step)."""
-    from windowsketch.sketch import _estimate_bias, _precision
+    from windowsketch.sketch.distinct import _estimate_bias, _precision
 
     jvm = spark.sparkContext._jvm
     for p in range(4, 15):
@@ -309,6 +311,49 @@ def test_python_distinct_merges_write_the_jvms_bytes(sketches, parts):
 
 
 # -- damaged bytes ---------------------------------------------------------------------
+
+# seed, rows, spread of ts, window (positions), eps
+PERCENTILE_CASES = [(61, 3000, 5000, 1000, 0.01), (62, 800, 300, 7, 0.5), (63, 6000, 10**6, 10**5, 0.05)]
+
+
+@pytest.mark.parametrize("case", PERCENTILE_CASES, ids=lambda c: f"w{c[3]}")
+def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
+    """Per-key sketches built in SQL over values with ties, -0.0 and NaN: the reader's
+    percentiles equal window_percentile_sketch_estimate's for every as_of and sub-window
+    tried, and its merge of the keys' sketches writes window_percentile_sketch_merge's bytes."""
+    seed, n, spread, window, eps = case
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.pareto(1.1, n) * 10) - 5
+    values[rng.random(n) < 0.03] = np.nan
+    values[rng.random(n) < 0.03] = -0.0
+    rows = [(int(k), int(t), None if rng.random() < 0.05 else float(v))
+            for k, t, v in zip(rng.integers(0, 4, n), rng.integers(0, spread, n), values)]
+    df = spark.createDataFrame(rows, "k INT, ts BIGINT, x DOUBLE").repartition(3)
+    blobs = [bytes(r.s) for r in df.groupBy("k").agg(
+        F.expr(f"window_percentile_sketch(x, ts, {window}, {eps})").alias("s")).orderBy("k").collect()]
+    merged_sql = bytes(spark.createDataFrame([(b,) for b in blobs], "s BINARY").coalesce(1)
+                       .selectExpr("window_percentile_sketch_merge(s)").collect()[0][0])
+    merged = merge_column(blobs)
+    assert merged is not None and merged.to_bytes() == merged_sql
+    percentages = "array(0.0, 0.01, 0.5, 0.99, 1.0)"
+    for blob in blobs + [merged_sql]:
+        python = PercentileSketch.from_bytes(blob)
+        assert python.to_bytes() == blob
+        pairs = queries(python.now, window, rng)
+        for length in sorted({length for _, length in pairs}):  # sub_window is a constant
+            ends = [end for end, l in pairs if l == length]
+            got = spark.sql(
+                f"SELECT a, window_percentile_sketch_estimate(X'{blob.hex()}', {percentages}, "
+                f"a, {length}) AS e "
+                f"FROM VALUES {', '.join(f'(CAST({e} AS BIGINT))' for e in ends)} AS t(a)").collect()
+            assert len(got) == len(ends)
+            for r in got:
+                want = python.estimate([0.0, 0.01, 0.5, 0.99, 1.0], as_of=r.a, sub_window=length)
+                assert (r.e is None and want is None) or (
+                    str(r.e) == str(want) and
+                    [math.copysign(1, v) for v in r.e] == [math.copysign(1, v) for v in want]), (
+                    r.a, length)
+
 
 def java_message(message: str) -> str:
     """A JVM message with its doubles written as Python writes them (1.0E-5 -> 1e-05)."""

@@ -16,8 +16,8 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conftest import ROOT, error_condition, parameter_index, stable_seed
-from golden_sketches import golden_rows, micros_of_pos
+from conftest import error_condition, parameter_index, stable_seed
+from golden_sketches import GOLDEN, golden_percentile_values, golden_rows, micros_of_pos
 from windowsketch.functions import approx_window_percentile
 
 PERCENTAGES = [0.0, 0.01, 0.5, 0.9, 0.99, 1.0]
@@ -187,14 +187,7 @@ def test_python_arguments_are_checked_before_spark_sees_them():
 
 # Golden percentile sketches (format kind 4), read and rewritten on every line: old bytes
 # keep reading. `python tests/spark/test_percentiles.py` rewrites them; the tests never do.
-PERCENTILE_GOLDEN = os.path.join(ROOT, "tests", "golden", "percentile")
-
-
-def golden_percentile_values(pos):
-    """The golden rows' values: ties, -0.0 and NaN."""
-    values = np.where(pos % 97 == 0, np.nan, (pos * 37 % 1000) / 8.0 - 40.0)
-    values[pos % 89 == 0] = -0.0
-    return values
+PERCENTILE_GOLDEN = os.path.join(GOLDEN, "percentile")
 
 
 def golden_percentile_bytes(spark) -> dict[str, bytes]:

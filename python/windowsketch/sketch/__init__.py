@@ -1,0 +1,125 @@
+"""Read, query, merge and write stored sketch columns in pure Python: no Spark, no JVM.
+
+A ``window_sketch``, ``window_distinct_sketch`` or ``window_percentile_sketch`` column holds
+bytes in the format of ``docs/format.md``. This package reads every kind the JVM writes,
+answers the same queries as the ``*_estimate`` / ``*_bounds`` SQL functions with the same
+numbers, merges as the ``*_merge`` functions do and writes the bytes the JVM would write
+for the same state::
+
+    from datetime import datetime, timedelta
+    from windowsketch.sketch import WindowSketch
+
+    s = WindowSketch.from_bytes(blob)          # a CountSketch, DistinctSketch or PercentileSketch
+    s.estimate()                                    # the window ending at the sketch's now
+    s.bounds(as_of=datetime(2025, 6, 2), sub_window=timedelta(minutes=10))
+    WindowSketch.from_bytes(p99_blob).estimate(0.99)  # a percentile sketch's p99
+
+Column helpers (:func:`estimate_column`, :func:`bounds_column`, :func:`percentile_column`,
+:func:`merge_column`) answer for a whole pandas Series, pyarrow array or list of sketch
+bytes at once.
+
+One module per family (``count``, ``distinct``, ``percentile``), each registering its format
+kinds with the shared reader in ``_base``. It needs only the standard library; pandas and
+pyarrow are used when given.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from windowsketch.sketch._base import (AsOf, InvalidSketchBytes, Rebuild, SubWindow,
+                                       WindowSketch)
+from windowsketch.sketch.count import CountSketch
+from windowsketch.sketch.distinct import DistinctSketch
+from windowsketch.sketch.percentile import Percentage, PercentileSketch
+
+__all__ = ["CountSketch", "DistinctSketch", "InvalidSketchBytes", "PercentileSketch",
+           "WindowSketch", "bounds_column", "estimate_column", "merge_column",
+           "percentile_column"]
+
+
+def _values(column: Any, arrow_type: str = "int64") -> tuple[list[Any], Rebuild]:
+    """The column's values as a list, and a function making a column of the same kind
+    (a pandas Series on the same index, a pyarrow array of ``arrow_type``, a list) from
+    answers."""
+    library = type(column).__module__.split(".")[0]
+    if library == "pandas":
+        pd = importlib.import_module("pandas")
+        index = column.index
+        values = [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+                  else v for v in column.tolist()]
+        dtype = "Int64" if arrow_type == "int64" else object
+        return values, lambda answers: pd.Series(answers, index=index, dtype=dtype)
+    if library == "pyarrow":
+        pa = importlib.import_module("pyarrow")
+        types = {"int64": pa.int64(), "float64": pa.float64(),
+                 "list<float64>": pa.list_(pa.float64())}
+        return column.to_pylist(), lambda answers: pa.array(answers, type=types[arrow_type])
+    return list(column), lambda answers: answers
+
+
+def estimate_column(sketches: Any, as_of: AsOf | None = None,
+                    sub_window: SubWindow | None = None) -> Any:
+    """:meth:`WindowSketch.estimate` of every sketch of a column at one ``as_of``.
+
+    ``sketches`` is a pandas Series, a pyarrow Array or ChunkedArray, or any iterable of
+    sketch bytes; None (NULL) gives None. Returns the same kind of column: a pandas Series
+    of dtype Int64 on the same index, a pyarrow int64 array, or a list.
+    """
+    values, rebuild = _values(sketches)
+    # Keywords: a percentile sketch's estimate needs a percentage first, and says so.
+    sketches_read: list[Any] = [None if blob is None else WindowSketch.from_bytes(blob)
+                                for blob in values]
+    return rebuild([None if s is None else s.estimate(as_of=as_of, sub_window=sub_window)
+                    for s in sketches_read])
+
+
+def bounds_column(sketches: Any, as_of: AsOf | None = None,
+                  sub_window: SubWindow | None = None) -> Any:
+    """:meth:`WindowSketch.bounds` of every count sketch of a column, as (estimate, lower,
+    upper) tuples (None for NULL): a pandas Series of objects on the same index, a pyarrow
+    array of structs, or a list, like ``sketches``."""
+    values, _ = _values(sketches)
+    answers = [None if blob is None else WindowSketch.from_bytes(blob).bounds(as_of, sub_window)
+               for blob in values]
+    library = type(sketches).__module__.split(".")[0]
+    if library == "pandas":
+        pd = importlib.import_module("pandas")
+        return pd.Series(answers, index=sketches.index, dtype=object)
+    if library == "pyarrow":
+        pa = importlib.import_module("pyarrow")
+        names = ("estimate", "lower", "upper")
+        return pa.array([None if b is None else dict(zip(names, b)) for b in answers],
+                        type=pa.struct([(name, pa.int64()) for name in names]))
+    return answers
+
+
+def percentile_column(sketches: Any, percentage: Percentage, as_of: AsOf | None = None,
+                      sub_window: SubWindow | None = None) -> Any:
+    """:meth:`PercentileSketch.estimate` of every percentile sketch of a column at one
+    ``as_of``: floats (lists of floats for several percentages), None for a NULL sketch or
+    an empty window. Returns a pandas Series of objects on the same index, a pyarrow
+    float64 (or list<float64>) array, or a list, like ``sketches``."""
+    several = isinstance(percentage, (list, tuple))
+    values, rebuild = _values(sketches, "list<float64>" if several else "float64")
+    return rebuild([None if blob is None else
+                    PercentileSketch.from_bytes(blob).estimate(percentage, as_of, sub_window)
+                    for blob in values])
+
+
+def merge_column(sketches: Iterable[Any]) -> WindowSketch | None:
+    """The merge of every sketch of a column, in order, NULLs skipped, as
+    ``window_sketch_merge`` over the column in one partition: None if all are NULL."""
+    values, _ = _values(sketches)
+    merged: WindowSketch | None = None
+    for blob in values:
+        if blob is None:
+            continue
+        sketch = WindowSketch.from_bytes(blob)
+        if merged is None:
+            merged = sketch._copy()
+        else:
+            merged._merge_in(sketch)
+    return merged

@@ -1,0 +1,230 @@
+"""Distinct-count sketches (format kind 3): ``window_distinct_sketch``'s sliding
+HyperLogLog, read, queried with Spark's HyperLogLog++ estimate (the same numbers as
+``approx_count_distinct``), merged and written as the JVM does (SlidingHyperLogLog)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from windowsketch import _hllpp_tables
+from windowsketch.sketch._base import (_DOUBLE, _LONG, _LONG_MIN, _MASK64, AsOf,
+                                       InvalidSketchBytes, SubWindow, WindowSketch, _Reader,
+                                       _unsigned, _varint_at, _Writer, register_family)
+
+_KIND_DISTINCT = 3
+_MIN_RSD = 0.01
+_MAX_RSD = 0.39
+
+
+@register_family
+class DistinctSketch(WindowSketch):
+    """A distinct-count sketch (``window_distinct_sketch`` / ``_merge``): answers
+    ``window_distinct_sketch_estimate`` with the same numbers. It has no certified bounds."""
+
+    __slots__ = ("_registers",)
+    # Per register, its (time, rank) pairs, oldest first.
+    _registers: list[list[tuple[int, int]]]
+
+    _family: ClassVar[str] = "a distinct-count sketch (window_distinct_sketch)"
+    _kind_names: ClassVar[dict[int, str]] = {_KIND_DISTINCT: "distinct"}
+    _parameter_name: ClassVar[str] = "rsd"
+
+    @property
+    def is_distinct(self) -> bool:
+        """True: a distinct-count sketch."""
+        return True
+
+    def _read(self, r: _Reader) -> None:
+        self._check_eps(_MIN_RSD, _MAX_RSD, high_included=True)
+        self._registers = []
+        self._read_distinct(r)
+
+    def _read_distinct(self, r: _Reader) -> None:
+        p = _precision(self._eps)
+        max_rank = 65 - p
+        now, window, has_time = self._now, self._window, self._has_time
+        max_age = (now - _LONG_MIN) & _MASK64
+        registers: list[list[tuple[int, int]]] = []
+        # Inlined as in _read_dyadic. Ages stay within max_age, so now - age never wraps.
+        data, end, pos = r.data, r.end, r.pos
+        for j in range(1 << p):
+            if pos < end and data[pos] < 0x80:
+                n = data[pos]
+                pos += 1
+            else:
+                n, pos = _varint_at(r, pos)
+            if n == 0:
+                registers.append([])
+                continue
+            if n < 0 or n > max_rank or not has_time:
+                raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
+            pairs: list[tuple[int, int]] = []  # newest first while reading
+            age = 0
+            previous_rank = 0
+            for i in range(n):
+                if pos < end and data[pos] < 0x80:
+                    step = data[pos]
+                    pos += 1
+                else:
+                    step, pos = _varint_at(r, pos)
+                    step &= _MASK64
+                if i > 0 and step == 0:
+                    raise InvalidSketchBytes(f"pairs out of order in register {j}")
+                age += step
+                if age > max_age:
+                    raise InvalidSketchBytes("timestamps out of range")
+                if age >= window:
+                    raise InvalidSketchBytes(f"a pair of register {j} lies outside the window")
+                if pos >= end:
+                    raise InvalidSketchBytes("truncated")
+                rank = data[pos]
+                rank = rank - 256 if rank > 127 else rank
+                pos += 1
+                if rank < 1 or rank > max_rank or (i > 0 and rank <= previous_rank):
+                    raise InvalidSketchBytes(f"invalid rank {rank} in register {j}")
+                pairs.append((now - age, rank))
+                previous_rank = rank
+            pairs.reverse()  # oldest first, as the JVM keeps them
+            registers.append(pairs)
+        r.pos = pos
+        self._registers = registers
+
+    def estimate(self, as_of: AsOf | None = None, sub_window: SubWindow | None = None) -> int:
+        """The approximate number of distinct values in the window of length ``sub_window``
+        (default: the sketch's window) ending at ``as_of`` (default: the sketch's latest
+        ``ts``): what ``approx_count_distinct`` with the sketch's rsd gives over that
+        window's rows. ``as_of`` and ``sub_window`` as for :meth:`CountSketch.estimate`.
+        """
+        end, length = self._query_window(as_of, sub_window, "estimate")
+        return self._distinct_estimate(end, length)
+
+    def _distinct_estimate(self, end: int, length: int) -> int:
+        p = _precision(self._eps)
+        z = 0.0
+        zeros = 0
+        for pairs in self._registers:
+            value = 0
+            for t, rank in pairs:  # oldest first: the first inside the window is the max
+                if _unsigned(end - t) < length:
+                    value = rank
+                    break
+            z += _INVERSE_POWERS[value]
+            if value == 0:
+                zeros += 1
+        return _hllpp_estimate(p, z, zeros)
+
+    def _own_state(self) -> None:
+        self._registers = [list(pairs) for pairs in self._registers]
+
+    def _merge_state(self, other: WindowSketch) -> None:
+        assert isinstance(other, DistinctSketch)
+        self._merge_registers(other)
+
+    def _merge_registers(self, other: DistinctSketch) -> None:
+        # A register's pairs are the (time, rank) pairs no other beats on a later-or-equal
+        # time and a greater-or-equal rank: the union's frontier, whatever the order.
+        now, window = self._now, self._window
+        merged = []
+        for mine, theirs in zip(self._registers, other._registers):
+            if not theirs:
+                merged.append([pair for pair in mine if _unsigned(now - pair[0]) < window])
+                continue
+            frontier: list[tuple[int, int]] = []
+            for t, rank in sorted(mine + theirs, key=lambda pair: (-pair[0], -pair[1])):
+                if _unsigned(now - t) >= window:
+                    break  # older pairs have left the window too
+                if not frontier or rank > frontier[-1][1]:
+                    frontier.append((t, rank))
+            frontier.reverse()
+            merged.append(frontier)
+        self._registers = merged
+
+    def _write(self, w: _Writer) -> None:
+        now = self._now
+        for pairs in self._registers:
+            inside = [pair for pair in pairs if _unsigned(now - pair[0]) < self._window]
+            w.varint(len(inside))
+            previous = now
+            for t, rank in reversed(inside):
+                w.varint(previous - t)
+                w.byte(rank)
+                previous = t
+
+
+# -- HyperLogLog++ (Spark's approx_count_distinct estimate) ------------------------------
+
+_INVERSE_POWERS = [2.0 ** -r for r in range(66)]
+
+
+def _precision(rsd: float) -> int:
+    return math.ceil(2.0 * math.log(1.106 / rsd) / math.log(2.0))
+
+
+def _alpha_m2(p: int) -> float:
+    m = float(1 << p)
+    if p == 4:
+        return 0.673 * m * m
+    if p == 5:
+        return 0.697 * m * m
+    if p == 6:
+        return 0.709 * m * m
+    return (0.7213 / (1.0 + 1.079 / m)) * m * m
+
+
+def _binary_search(values: Sequence[float], key: float) -> int:
+    """java.util.Arrays.binarySearch on doubles, step for step: the bias tables are not
+    strictly sorted, so another search could pick other neighbours."""
+    low, high = 0, len(values) - 1
+    while low <= high:
+        mid = (low + high) >> 1
+        mid_val = values[mid]
+        if mid_val < key:
+            low = mid + 1
+        elif mid_val > key:
+            high = mid - 1
+        else:
+            mid_bits = _LONG.unpack(_DOUBLE.pack(mid_val))[0]
+            key_bits = _LONG.unpack(_DOUBLE.pack(key))[0]
+            if mid_bits == key_bits:
+                return mid
+            if mid_bits < key_bits:
+                low = mid + 1
+            else:
+                high = mid - 1
+    return -(low + 1)
+
+
+def _estimate_bias(p: int, e: float) -> float:
+    estimates = _hllpp_tables.RAW_ESTIMATE_DATA[p - 4]
+    n = len(estimates)
+    found = _binary_search(estimates, e)
+    nearest = -(found + 1) if found < 0 else found
+    k = _hllpp_tables.K
+    low = max(nearest - k + 1, 0)
+    high = min(low + k, n)
+    while high < n and (e - estimates[high]) ** 2 < (e - estimates[low]) ** 2:
+        low += 1
+        high += 1
+    biases = _hllpp_tables.BIAS_DATA[p - 4]
+    bias_sum = 0.0
+    for i in range(low, high):
+        bias_sum += biases[i]
+    return bias_sum / (high - low)
+
+
+def _hllpp_estimate(p: int, z_inverse: float, zeros: int) -> int:
+    """Spark's HyperLogLog++ estimate from the registers' sums, rounded as Math.round."""
+    m = float(1 << p)
+    raw = _alpha_m2(p) / z_inverse
+    if zeros > 0:
+        linear = m * math.log(m / zeros)
+        if linear <= _hllpp_tables.THRESHOLDS[p - 4] or raw <= 2.5 * m:
+            return _round(linear)
+    return _round(raw - _estimate_bias(p, raw) if raw < 5.0 * m else raw)
+
+
+def _round(x: float) -> int:
+    """Java's Math.round: to the nearest, ties up (x - floor(x) is exact in doubles)."""
+    whole = math.floor(x)
+    return whole + 1 if x - whole >= 0.5 else whole
