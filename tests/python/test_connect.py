@@ -85,6 +85,17 @@ SCRIPT = textwrap.dedent("""
         .over(w_pos.rowsBetween(-4, 0)).alias("spark"),
     ).collect()
     assert all(list(r.ours) == list(r.spark) for r in pct), pct
+    from windowsketch.functions import (approx_window_percentile_bounds, window_percentile_sketch,
+                                        window_percentile_sketch_estimate,
+                                        window_percentile_sketch_merge)
+    b = df.select(approx_window_percentile_bounds(F.col("pos") % 7, "pos", 10, 0.5).over(w_pos)
+                  .alias("b")).collect()
+    assert [r.b.lower for r in b] == [r.ours[0] for r in pct] == [r.b.upper for r in b]
+    m = (df.groupBy("key").agg(window_percentile_sketch("pos", "pos", 12).alias("s"))
+         .agg(window_percentile_sketch_merge("s").alias("m")))
+    got = m.select(window_percentile_sketch_estimate("m", [0.0, 1.0]).alias("range"),
+                   window_percentile_sketch_estimate("m", 0.0, 45, 10).alias("later")).collect()[0]
+    assert list(got.range) == [28.0, 39.0] and got.later == 36.0, got
     print("CONNECT PERCENTILES OK", len(pct))
 
     try:

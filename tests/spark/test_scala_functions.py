@@ -131,3 +131,39 @@ def test_percentiles(spark, api):
     for jcolumn, expression in cases:
         got, want = select(jcolumn), sql(spark, expression)
         assert got == want and want, (expression, got, want)
+    cases = [
+        (f.approx_window_percentile_bounds(col("q"), col("ts"), lit(12), lit(0.5), lit(0.1)),
+         "approx_window_percentile_bounds(q, ts, 12, 0.5, 0.1)"),
+        (f.approx_window_percentile_bounds(col("q"), col("ts"), lit(12), lit(0.9)),
+         "approx_window_percentile_bounds(q, ts, 12, 0.9)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn), sql(spark, expression)
+        assert got == want and want, (expression, got, want)
+
+
+def test_percentile_sketch_columns(spark, api):
+    f, col, lit, select, _ = api
+    sketch = spark.sql("SELECT window_percentile_sketch(q, ts, 12, 0.1) AS s FROM scala_api")
+    sketch.createOrReplaceTempView("scala_api_percentile")
+    for jcolumn in (f.window_percentile_sketch(col("q"), col("ts"), lit(12), lit(0.1)),
+                    f.window_percentile_sketch("q", "ts", 12, 0.1)):
+        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+    assert bytes(select(f.window_percentile_sketch(col("q"), col("ts"), lit(12)))) == bytes(
+        sql(spark, "window_percentile_sketch(q, ts, 12)"))
+    for jcolumn in (f.window_percentile_sketch_merge(col("s")),
+                    f.window_percentile_sketch_merge("s")):
+        assert bytes(select(jcolumn, sketch)) == bytes(
+            sql(spark, "window_percentile_sketch_merge(s)", "scala_api_percentile"))
+    s = col("s")
+    cases = [
+        (f.window_percentile_sketch_estimate(s, lit(0.5)),
+         "window_percentile_sketch_estimate(s, 0.5)"),
+        (f.window_percentile_sketch_estimate(s, lit(0.5), lit(44)),
+         "window_percentile_sketch_estimate(s, 0.5, 44)"),
+        (f.window_percentile_sketch_estimate(s, lit(0.9), lit(44), lit(6)),
+         "window_percentile_sketch_estimate(s, 0.9, 44, 6)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_percentile")
+        assert got == want and want, (expression, got, want)
