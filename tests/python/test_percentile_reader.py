@@ -158,6 +158,21 @@ def test_damaged_bytes_get_the_jvms_messages():
     assert (math.copysign(1, low), math.copysign(1, middle), math.isnan(high)) == (-1, 1, True)
 
 
+
+def negative_nan_sketch() -> bytes:
+    """SMALL's header over a NaN with its sign bit set (now) and 5.0 (a step earlier): Java
+    ranks every NaN last, whatever its bits."""
+    negative_nan = bytes.fromhex("fff8000000000000")
+    return with_checksum(SMALL[:21] + b"\x02\x00" + negative_nan + b"\x01" + struct.pack(">d", 5.0))
+
+
+def test_a_nan_with_its_sign_bit_set_ranks_last_as_in_java():
+    sketch = PercentileSketch.from_bytes(negative_nan_sketch())
+    low, high = sketch.estimate([0.0, 1.0])
+    assert low == 5.0 and math.isnan(high)
+    assert sketch.to_bytes() == negative_nan_sketch()  # its bits are kept
+
+
 def test_bad_arguments_are_named():
     sketch = PercentileSketch.from_bytes(load("positions_merged"))
     for bad in ("p99", [], [0.5, "0.9"], True, None):

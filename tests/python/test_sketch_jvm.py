@@ -356,6 +356,16 @@ def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
                     r.a, length)
 
 
+def test_a_nan_with_its_sign_bit_set_ranks_as_in_sql(spark):
+    from test_percentile_reader import negative_nan_sketch
+
+    blob = negative_nan_sketch()
+    got = spark.sql(f"SELECT window_percentile_sketch_estimate(X'{blob.hex()}', "
+                    "array(0.0, 1.0))").collect()[0][0]
+    want = PercentileSketch.from_bytes(blob).estimate([0.0, 1.0])
+    assert got[0] == want[0] == 5.0 and math.isnan(got[1]) and math.isnan(want[1])
+
+
 def java_message(message: str) -> str:
     """A JVM message with its doubles written as Python writes them (1.0E-5 -> 1e-05)."""
     return re.sub(r"(?<=eps=|rsd=)\S+|(?<=invalid invariant parameter )\S+",

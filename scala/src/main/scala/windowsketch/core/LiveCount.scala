@@ -126,11 +126,16 @@ final class LiveCount private (
   /** The state as bytes (docs/format.md, "Live count state"), for a streaming state store. */
   def toBytes: Array[Byte] = {
     val sketch = SketchFormat.serialize(settled)
-    val out = new ByteWriter(32 + sketch.length + 4 * pendingSize)
+    val out = new ByteWriter(64 + sketch.length + 4 * pendingSize)
     out.byte(LiveCount.Version)
     out.byte((if (hasTick) 1 else 0) | (if (lastWasEmpty) 2 else 0) | (if (above) 4 else 0) |
-      (if (below) 8 else 0))
+      (if (below) 8 else 0) | (if (spec.alertAbove.isDefined) 16 else 0) |
+      (if (spec.alertBelow.isDefined) 32 else 0))
     out.long(lastTick)
+    // The tick spacing and thresholds the state was made under: a restart must keep them.
+    out.long(spec.every)
+    spec.alertAbove.foreach(out.long)
+    spec.alertBelow.foreach(out.long)
     out.varint(sketch.length)
     sketch.foreach(b => out.byte(b))
     // Pending events sorted, as steps from the last tick: a byte or two each.
@@ -145,9 +150,15 @@ final class LiveCount private (
 }
 
 object LiveCount {
-  val Version: Byte = 1
+  /** The state's layout: 2 records `every` and the thresholds; 1, which did not, still reads. */
+  val Version: Byte = 2
 
-  /** Reads [[LiveCount.toBytes]]; damaged bytes raise [[CorruptSketchException]]. */
+  private val KnownFlags = 63
+
+  /**
+   * Reads [[LiveCount.toBytes]]; damaged bytes raise [[CorruptSketchException]], a state
+   * written under other parameters an IllegalArgumentException naming them.
+   */
   def fromBytes(spec: LiveCountSpec, bytes: Array[Byte]): LiveCount = {
     if (bytes.length < 4) throw new CorruptSketchException("truncated live count state")
     val body = bytes.length - 4
@@ -158,26 +169,71 @@ object LiveCount {
     if (stored != crc.getValue) throw new CorruptSketchException("live count state checksum mismatch")
     val in = new ByteReader(bytes, body)
     val version = in.byte()
-    if (version != Version) throw new CorruptSketchException(s"unknown live count state version $version")
+    if (version != 1 && version != Version) {
+      throw new CorruptSketchException(s"unknown live count state version $version")
+    }
     val flags = in.byte()
+    if ((flags & ~KnownFlags) != 0 || (version == 1 && (flags & 48) != 0)) {
+      throw new CorruptSketchException(s"unknown live count state flags $flags")
+    }
+    val hasTick = (flags & 1) != 0
+    val lastWasEmpty = (flags & 2) != 0
     val lastTick = in.long()
+    if (version >= 2) {
+      checkParameters(spec, in.long(),
+        if ((flags & 16) != 0) Some(in.long()) else None,
+        if ((flags & 32) != 0) Some(in.long()) else None)
+    }
     val sketchLength = in.varint()
     if (sketchLength < 0 || sketchLength > body) throw new CorruptSketchException("invalid sketch length")
     val sketch = Array.fill(sketchLength.toInt)(in.byte())
     val settled = SketchFormat.deserialize(sketch) match {
       case h: ExponentialHistogram if h.window == spec.window && h.eps == spec.eps => h
-      case _ => throw new CorruptSketchException(
+      case _ => throw new IllegalArgumentException(
         "the live count state was written for another window or eps: restart the query " +
           "from a new checkpoint after changing them")
     }
+    // The histogram was last moved to the last tick, and is empty before the first.
+    val consistent =
+      if (hasTick) settled.hasTime && settled.now == lastTick && lastWasEmpty == (settled.upperBound == 0)
+      else !settled.hasTime && lastWasEmpty && lastTick == 0L
+    if (!consistent) throw new CorruptSketchException("the live count state contradicts its histogram")
     val n = in.varint()
     if (n < 0 || n > body) throw new CorruptSketchException("invalid pending count")
     val pending = Array.fill(math.max(8, n.toInt))(0L)
     var previous = lastTick
     var i = 0
-    while (i < n) { previous += in.varint(); pending(i) = previous; i += 1 }
+    while (i < n) {
+      val step = in.varint()
+      // Pending events are sorted and after the last tick (the first may precede 0 before any tick).
+      val next = previous + step
+      val ordered = if (i == 0) !hasTick || step > 0 else step >= 0
+      if (!ordered || (step > 0 && next < previous)) {
+        throw new CorruptSketchException("pending events out of order")
+      }
+      pending(i) = next
+      previous = next
+      i += 1
+    }
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live count state")
-    new LiveCount(spec, settled, lastTick, (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0,
+    new LiveCount(spec, settled, lastTick, hasTick, lastWasEmpty, (flags & 4) != 0,
       (flags & 8) != 0, pending, n.toInt)
+  }
+
+  /** Refuses a state made under another `every` or other thresholds, naming what changed. */
+  private def checkParameters(spec: LiveCountSpec, every: Long, above: Option[Long],
+      below: Option[Long]): Unit = {
+    def shown(o: Option[Long]): String = o.fold("none")(_.toString)
+    val changed = Seq(
+      ("every", every.toString, spec.every.toString),
+      ("alert_above", shown(above), shown(spec.alertAbove)),
+      ("alert_below", shown(below), shown(spec.alertBelow))).filter { case (_, a, b) => a != b }
+    if (changed.nonEmpty) {
+      throw new IllegalArgumentException(
+        "the live count state was written with " +
+          changed.map { case (name, was, now) => s"$name $was (now $now)" }.mkString(", ") +
+          ": its ticks and alerts would not continue; restart the query from a new " +
+          "checkpoint after changing them")
+    }
   }
 }

@@ -187,6 +187,30 @@ object Replay {
     Array(rows.toByteArray, perBatch.array())
   }
 
+  /**
+   * A live count's state bytes after adding `timestamps` (big-endian longs) and emitting every
+   * tick up to `upTo`, with the state read from `state` first when it is not empty. A
+   * negative threshold means none. @return the state bytes, then the emitted rows packed as
+   * in [[runLive]] (batch 0).
+   */
+  def liveState(window: Long, every: Long, eps: Double, alertAbove: Long, alertBelow: Long,
+      state: Array[Byte], timestamps: Array[Byte], upTo: Long): Array[Array[Byte]] = {
+    val spec = LiveCountSpec(window, every, eps, Some(alertAbove).filter(_ >= 0),
+      Some(alertBelow).filter(_ >= 0))
+    val live = if (state.isEmpty) new LiveCount(spec) else LiveCount.fromBytes(spec, state)
+    val ts = ByteBuffer.wrap(timestamps)
+    while (ts.hasRemaining) live.add(ts.getLong())
+    val rows = new java.io.ByteArrayOutputStream()
+    val rowOut = new java.io.DataOutputStream(rows)
+    live.advance(upTo, { row =>
+      Seq(0L, row.tick, row.estimate, row.lower, row.upper,
+        row.alert match { case "above" => 1L; case "below" => 2L; case _ => 0L },
+        row.crossing match { case "rise" => 1L; case "fall" => -1L; case _ => 0L })
+        .foreach(rowOut.writeLong)
+    })
+    Array(live.toBytes, rows.toByteArray)
+  }
+
   /** A live count's parameters, a new live count and one read from bytes, for py4j callers. */
   def liveSpec(window: Long, every: Long, eps: Double): LiveCountSpec =
     LiveCountSpec(window, every, eps)

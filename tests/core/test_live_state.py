@@ -1,0 +1,130 @@
+"""Live count state across versions and restarts: state written by version 1 (before the
+state recorded `every` and the thresholds) still reads, and a query resumed from it emits
+exactly the rows of one that never stopped; a restart with another `every`, `alert_above`
+or `alert_below` is refused naming each change; damaged state whose checksum was made to
+match is refused or loads into a state that keeps working, never a crash.
+
+`python tests/core/test_live_state.py OUT_DIR` writes the golden states with whatever jar
+the session loads: it wrote tests/golden/live/ with version 1's LiveCount."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+GOLDEN_LIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "golden", "live")
+
+# name -> (window, every, eps, alert_above, alert_below, events before, first upTo,
+#          events after, last upTo); -1 is no threshold.
+SCENARIOS = {
+    "positions_alerts": (100, 10, 0.1, 30, 5),
+    "time_plain": (600_000_001, 60_000_000, 0.01, -1, -1),
+    "before_any_tick": (50, 7, 0.2, 10, -1),
+}
+
+
+def events(name: str) -> tuple[np.ndarray, int, np.ndarray, int]:
+    """(events before the stop, the last tick emitted before it, events after, the end)."""
+    window, every, *_ = SCENARIOS[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    if name == "before_any_tick":  # nothing emitted yet: negative positions pending
+        before = rng.integers(-40, 30, 60)
+        return before, -10**6, rng.integers(30, 200, 80), 400
+    span = 40 * every
+    stream = np.sort(rng.integers(0, span, 3000))
+    stream = stream[(stream < span // 3) | (stream > span // 2)]  # a gap: counts fall, rise
+    stop = int(stream[len(stream) // 2])
+    tick = stop - stop % every - every  # events after it wait, pending, in the state
+    return stream[stream <= stop], tick, stream[stream > stop], span + 3 * window
+
+
+def live_state(sketches, name, state, ts, up_to, **changes):
+    window, every, eps, above, below = SCENARIOS[name]
+    params = dict(window=window, every=every, eps=eps, above=above, below=below) | changes
+    out = sketches.replay.liveState(params["window"], params["every"], float(params["eps"]),
+                                    params["above"], params["below"], state,
+                                    np.asarray(ts, dtype=">i8").tobytes(), up_to)
+    rows = np.frombuffer(bytes(out[1]), dtype=">i8").reshape(-1, 7)
+    return bytes(out[0]), [tuple(int(x) for x in r) for r in rows]
+
+
+def load(name: str) -> bytes:
+    with open(os.path.join(GOLDEN_LIVE, f"{name}.bin"), "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_version_1_state_resumes_as_if_never_stopped(sketches, name):
+    before, tick, after, end = events(name)
+    old = load(name)
+    assert old[0] == 1  # written by version 1
+    _, resumed = live_state(sketches, name, old, after, end)
+    state, first = live_state(sketches, name, b"", before, tick)
+    assert state[0] == 2
+    _, rest = live_state(sketches, name, state, after, end)
+    _, straight = live_state(sketches, name, b"", np.concatenate([before, after]), end)
+    assert resumed == rest and first + rest == straight and len(resumed) >= 2, name
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"every": 20}, "every 10 (now 20)"),
+    ({"above": 31}, "alert_above 30 (now 31)"),
+    ({"below": -1}, "alert_below 5 (now none)"),
+    ({"every": 5, "above": -1}, "every 10 (now 5), alert_above 30 (now none)"),
+])
+def test_restart_with_other_every_or_thresholds_is_refused(sketches, change, message):
+    before, tick, _, _ = events("positions_alerts")
+    state, _ = live_state(sketches, "positions_alerts", b"", before, tick)
+    with pytest.raises(Exception, match=re.escape(f"the live count state was written with {message}: ")):
+        live_state(sketches, "positions_alerts", state, [], tick, **change)
+    with pytest.raises(Exception, match="written for another window or eps"):
+        live_state(sketches, "positions_alerts", state, [], tick, eps=0.2)
+
+
+def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sketches):
+    """Every single-bit flip, the checksum recomputed: refused with "invalid sketch bytes",
+    or read into a state that takes the rest of the stream without an error."""
+    before, tick, after, end = events("positions_alerts")
+    state, _ = live_state(sketches, "positions_alerts", b"", before, tick)
+    body = state[:-4]
+    refused = loaded = 0
+    for bit in range(8 * len(body)):
+        damaged = bytearray(body)
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        damaged += zlib.crc32(damaged).to_bytes(4, "big")
+        try:
+            live_state(sketches, "positions_alerts", bytes(damaged), after[:50], end)
+        except Exception as e:  # py4j wraps the JVM's exception
+            # A flip in `every` or a threshold reads as a restart under other parameters.
+            assert ("invalid sketch bytes: " in str(e) or
+                    "the live count state was written with " in str(e)), (bit, str(e)[:400])
+            refused += 1
+        else:
+            loaded += 1
+    assert refused > loaded > 0, (refused, loaded)
+
+
+if __name__ == "__main__":
+    from pyspark.sql import SparkSession
+
+    import windowsketch
+    from windowsketch import _scala_object
+
+    session = windowsketch.configure(SparkSession.builder.master("local[1]")).getOrCreate()
+
+    class Replay:
+        replay = _scala_object(session, "windowsketch.core.Replay")
+
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    for scenario in SCENARIOS:
+        first_events, first_tick, _, _ = events(scenario)
+        data, _ = live_state(Replay, scenario, b"", first_events, first_tick)
+        with open(os.path.join(out_dir, f"{scenario}.bin"), "wb") as f:
+            f.write(data)
+    session.stop()
