@@ -86,6 +86,19 @@ def test_restart_with_other_every_or_thresholds_is_refused(sketches, change, mes
         live_state(sketches, "positions_alerts", state, [], tick, eps=0.2)
 
 
+def test_pending_events_at_or_before_the_last_tick_are_refused(sketches):
+    """The last field is the pending events as steps from the last tick: one event 3 after
+    it is (1, 3). A step of 0 puts it on the emitted tick, a window already final."""
+    state, _ = live_state(sketches, "positions_alerts", b"", [1, 2, 3, 23], 20)
+    body = state[:-4]
+    assert body[-2:] == bytes([1, 3])
+    minus_one = b"\xff" * 9 + b"\x01"  # a step back: events out of order
+    for damaged in (body[:-1] + bytes([0]), body[:-2] + bytes([2, 3]) + minus_one):
+        with pytest.raises(Exception, match="invalid sketch bytes: pending events out of order"):
+            live_state(sketches, "positions_alerts", damaged + zlib.crc32(damaged).to_bytes(4, "big"),
+                       [], 20)
+
+
 def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sketches):
     """Every single-bit flip, the checksum recomputed: refused with "invalid sketch bytes",
     or read into a state that takes the rest of the stream without an error."""

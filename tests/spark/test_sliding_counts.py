@@ -143,7 +143,8 @@ def test_alerts_emit_only_crossings(spark, tmp_path):
     # One key: 30 events in a minute (rises above 20), then quiet (falls), then the sentinel.
     write(source, 0, [("a", s, True) for s in range(0, 60, 2)])
     write(source, 1, [("other", 2000, False)])
-    write(source, 2, [("other", 5000, False)])
+    # Key b's one event waits for its tick when the query stops: b keeps state.
+    write(source, 2, [("other", 5000, False), ("b", 4995, True)])
     events = (spark.readStream.schema("key STRING, ts TIMESTAMP, ok BOOLEAN")
               .option("maxFilesPerTrigger", 1).json(source).withWatermark("ts", "10 seconds"))
     alerts = sliding_counts(events, "key", "ts", "5 minutes", "1 minute", v=~F.col("ok"),
@@ -159,6 +160,19 @@ def test_alerts_emit_only_crossings(spark, tmp_path):
     # 1 min: 30 events (above rises, below rises); 6 min: window empty (both fall).
     assert got == [(1, "above", "rise", 30), (1, "below", "rise", 30),
                    (6, "above", "fall", 0), (6, "below", "fall", 0)]
+    # Restarted from the checkpoint with another threshold: the key's state would carry an
+    # alert state for the old one, so the query fails naming the change.
+    write(source, 3, [("b", 5100, True)])
+    changed = sliding_counts(events, "key", "ts", "5 minutes", "1 minute", v=~F.col("ok"),
+                             alert_above=25, alert_below=5)
+    query = (changed.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
+             .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+    try:
+        with pytest.raises(Exception, match=r"the live count state was written with "
+                                            r"alert_above 20 \(now 25\)"):
+            query.processAllAvailable()
+    finally:
+        query.stop()
 
 
 def test_integral_positions_with_lateness(spark, tmp_path):
