@@ -32,6 +32,7 @@ __all__ = ["EXTENSIONS_CLASS", "UnsupportedSparkVersion", "__version__", "bundle
 EXTENSIONS_CLASS = "windowsketch.spark.WindowSketchExtensions"
 
 _REGISTRAR_CLASS = "windowsketch.spark.WindowSketch"
+_LINE_CHECK_CLASS = "windowsketch.spark.SparkLineCheck"
 
 
 def _jars_dir() -> str:
@@ -124,18 +125,20 @@ def register(spark: "SparkSession") -> None:
             f"{EXTENSIONS_CLASS} (windowsketch.configure(builder) does this for "
             "builder.remote('local[...]'))")
     find(spark.version)  # an unsupported Spark: say so before touching the JVM
-    registrar = _scala_object(spark, _REGISTRAR_CLASS)
+    _require_built_line(spark)
+    _scala_object(spark, _REGISTRAR_CLASS).register(jvm_session)
+
+
+def _require_built_line(spark: "SparkSession") -> None:
+    """Raises a RuntimeError naming the jar to use when the session's windowsketch jar was
+    built for another Spark line, before any class of it that Spark's API reaches loads
+    (those would fail with a NoSuchMethodError, or not load across Scala versions)."""
     from py4j.protocol import Py4JJavaError
 
     try:
-        registrar.register(jvm_session)
+        _scala_object(spark, _LINE_CHECK_CLASS).requireBuiltLine()
     except Py4JJavaError as e:
-        # The jar on the classpath was built for another Spark line: its own message
-        # names the jar to use.
-        message = str(e.java_exception.getMessage())
-        if message.startswith("windowsketch's jar"):
-            raise RuntimeError(message) from None
-        raise
+        raise RuntimeError(str(e.java_exception.getMessage())) from None
 
 
 def _scala_object(spark: "SparkSession", class_name: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Union
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from windowsketch import _scala_object
+from windowsketch import _require_built_line, _scala_object
 
 __all__ = ["sliding_counts"]
 
@@ -120,6 +120,7 @@ def sliding_counts(
         events = events.withColumn(_EVENT_COLUMN, F.col(v) if isinstance(v, str) else v)
 
     spark = events.sparkSession
+    _require_built_line(spark)
     operator = _scala_object(spark, _OPERATOR_CLASS)
     try:
         counted = operator.fromPython(

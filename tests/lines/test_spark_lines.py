@@ -6,11 +6,13 @@ pyspark's, in a virtualenv holding that line's pyspark from PyPI:
 
 1. installing the wheel keeps that pyspark;
 2. the suite passes there (SUITES says which parts);
-3. a jar of another line is refused with a message naming the right one;
+3. a jar of every other line is refused with a message naming the right one, through the
+   extension, register() and sliding_counts;
 4. installing a clean copy from source builds this line's jar, and the SQL quickstart,
    `windowsketch demo` and `windowsketch sql -f sql-examples/quickstart.sql` work.
 
-All of it runs in the background from the end of collection, two lines at a time, while
+The wheel's jar for the installed pyspark's own line runs too (the main suite tests the jar
+it builds itself). All of it runs in the background from the end of collection, two lines at a time, while
 the main suite runs (the work is mostly waiting: JVM start-up, pip, Spark's scheduling);
 the tests here, which pytest runs last, wait for their line's results. Virtualenvs are
 kept in the build cache (scala/build_jar.py) between runs.
@@ -29,7 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from conftest import ROOT, SPARK_LINE
+from conftest import EXPECTED_SKIPS, ROOT, SPARK_LINE
 
 sys.path.insert(0, os.path.join(ROOT, "scala"))
 import build_jar  # noqa: E402
@@ -64,9 +66,6 @@ SUITES = {"3.5": ["tests/core", *_SPARK_FACING, *_NO_PYARROW],
           **{line: [*_SPARK_FACING, *_SCALA_213] for line in ("4.0", "4.1", "4.2", "4.3")}}
 assert set(SUITES) == set(TESTED_PYSPARK) == {line.line for line in LINES}
 STEPS = ("wheel", "suite", "refused", "source")
-#: Skips each line's suite may have: a skip condition that fired where it should not would
-#: otherwise keep the matrix green. 3.5's pyspark bundles no Spark Connect server.
-EXPECTED_SKIPS = {"3.5": 1, "4.0": 0, "4.1": 0, "4.2": 0, "4.3": 0}
 assert set(EXPECTED_SKIPS) == set(SUITES)
 
 #: Per line, the suite's summary ("512 passed, 1 skipped in 250.3s"), for the report.
@@ -192,30 +191,86 @@ def skip_count(summary: str) -> int:
     return int(found.group(1)) if found else 0
 
 
+REFUSAL_PATHS = ("extension", "register", "sliding_counts")
+
+
 def refuse_other_lines_jars(venv: Venv, work: str) -> None:
-    """A --jars mistake gets the jar to use, not a NoSuchMethodError: through the extension
-    for the first other line, through register() for the second."""
-    others = sorted({LINES[0].line, LINES[-1].line} - {venv.line})
-    for other, how in zip(others, ("extension", "register")):
+    """A --jars mistake gets the jar to use, not a NoSuchMethodError: every other line's
+    jar, tried through the extension, register() and sliding_counts in turn (each jar in
+    a JVM of its own), so every path meets a jar of the other Scala version too."""
+    others = [line.line for line in LINES if line.line != venv.line]
+    for i, other in enumerate(others):
+        how = REFUSAL_PATHS[i % len(REFUSAL_PATHS)]
         out = venv.python_script(f"""
             from pyspark.sql import SparkSession
             import windowsketch
+            from windowsketch.streaming import sliding_counts
             builder = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
                        .config("spark.jars", windowsketch.jar_path("{other}")))
             if "{how}" == "extension":
                 builder = builder.config("spark.sql.extensions", windowsketch.EXTENSIONS_CLASS)
             try:
-                windowsketch.register(builder.getOrCreate())
+                spark = builder.getOrCreate()
+                if "{how}" == "sliding_counts":
+                    events = spark.readStream.format("rate").load().selectExpr(
+                        "value % 3 AS host", "timestamp AS ts").withWatermark("ts", "1 minute")
+                    sliding_counts(events, "host", "ts", "10 minutes", "1 minute")
+                else:
+                    windowsketch.register(spark)
             except Exception as e:
-                print("REFUSED:", e)
+                print("REFUSED:", type(e).__name__, e)
             else:
                 print("LOADED")
             """, work).stdout
         assert "REFUSED:" in out, (other, how, out[-2000:])
-        assert f"is built for Spark {other}" in out, out[-2000:]
+        if how != "extension":  # register() and sliding_counts raise a RuntimeError
+            assert "REFUSED: RuntimeError" in out, (other, how, out[-2000:])
+        assert f"is built for Spark {other}" in out, (how, out[-2000:])
         assert f"but this is Spark {venv.version}" in out, out[-2000:]
         assert f"`windowsketch jar-path --spark {venv.version}`" in out, out[-2000:]
         assert "NoSuchMethodError" not in out and "ClassNotFoundException" not in out
+
+
+WHEEL_JAR_SCRIPT = """
+    from pyspark.sql import SparkSession
+    import windowsketch
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.jars", JAR)
+             .config("spark.sql.extensions", windowsketch.EXTENSIONS_CLASS).getOrCreate())
+    row = spark.sql('''
+      SELECT approx_window_percentile(x, ts, 3, 0.5), approx_window_count_distinct(x, ts, 3),
+             window_sketch_estimate(window_sketch(x > 15, ts, 3))
+      FROM VALUES (1, 30), (2, 10), (3, 20), (4, 50) AS t(ts, x)''').collect()[0]
+    print("ANSWERS", list(row))
+"""
+
+
+def run_wheels_jar_for_the_installed_pyspark(wheel: str, work: str) -> None:
+    """The release wheel's jar for the pyspark the main suite runs on (which tests the jar
+    it builds itself) loads and answers: a percentile, a distinct count, a sketch column,
+    and the quickstart."""
+    import zipfile
+
+    import pyspark
+
+    line = find(pyspark.__version__)
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist()
+                   if n.endswith(line.jar_name(windowsketch_version()))]
+        jar = archive.extract(name, os.path.join(work, "main-line"))
+    script = (textwrap.dedent(WHEEL_JAR_SCRIPT).replace("JAR", repr(jar)) +
+              textwrap.dedent(QUICKSTART).replace("windowsketch.configure(SparkSession.builder",
+                                                  "(SparkSession.builder"))
+    result = subprocess.run([sys.executable, "-c", script], cwd=work, capture_output=True,
+                            text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert "ANSWERS [20, 3, 2]" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "QUICKSTART [1, 2, 1, 1]" in result.stdout, result.stdout[-2000:]
+
+
+def windowsketch_version() -> str:
+    import windowsketch
+
+    return windowsketch.__version__
 
 
 QUICKSTART = """
@@ -261,6 +316,7 @@ class Matrix:
         self.work = work
         self.outcomes = {line: {step: Future() for step in STEPS} for line in lines}
         self.wheel = Future()
+        self.main_line: Future = Future()
         self.pool = ThreadPoolExecutor(max_workers=2)
         threading.Thread(target=self._build_wheel, daemon=True).start()
         for line in lines:
@@ -271,6 +327,13 @@ class Matrix:
             self.wheel.set_result(build_release_wheel(self.work))
         except BaseException as e:  # noqa: BLE001 - handed to the tests that need it
             self.wheel.set_exception(e)
+            self.main_line.set_exception(e)
+            return
+        try:
+            run_wheels_jar_for_the_installed_pyspark(self.wheel.result(), self.work)
+            self.main_line.set_result(None)
+        except BaseException:  # noqa: BLE001 - reported by its test
+            self.main_line.set_exception(AssertionError(traceback.format_exc()))
 
     def _run_line(self, line: str) -> None:
         outcomes = self.outcomes[line]
@@ -319,6 +382,12 @@ def test_wheel_installs_beside_the_users_pyspark(line):
 
 def test_suite_passes_on_the_line(line):
     _matrix.result(line, "suite")
+
+
+def test_the_wheels_jar_for_the_installed_pyspark_answers():
+    error = _matrix.main_line.exception()  # waits
+    if error is not None:
+        pytest.fail(str(error), pytrace=False)
 
 
 def test_a_jar_of_another_line_is_refused_by_name(line):
