@@ -1,0 +1,54 @@
+"""The oldest Python README promises (3.10) runs the pure-Python sketch reader: its
+doctests pass and every golden file of every kind reads and writes back byte for byte,
+under a real 3.10 interpreter with pyspark made unimportable. (mypy checks the whole
+package against 3.10: tests/python/test_typing.py.)"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+
+from conftest import ROOT
+
+SCRIPT = """
+import sys
+sys.modules["pyspark"] = None  # the reader needs no Spark
+assert sys.version_info[:2] == (3, 10), sys.version
+import doctest, glob, importlib, pkgutil
+import windowsketch.sketch as reader
+modules = [reader] + [importlib.import_module(f"windowsketch.sketch.{m.name}")
+                      for m in pkgutil.iter_modules(reader.__path__)]
+failed = attempted = 0
+for module in modules:
+    result = doctest.testmod(module)
+    failed, attempted = failed + result.failed, attempted + result.attempted
+files = sorted(glob.glob("tests/golden/*.bin") + glob.glob("tests/golden/percentile/*.bin"))
+for path in files:
+    data = open(path, "rb").read()
+    assert reader.WindowSketch.from_bytes(data).to_bytes() == data, path
+print("READER", failed, attempted, len(files))
+"""
+
+
+def python_3_10() -> str:
+    """A Python 3.10 interpreter: on PATH, or one pyenv installed (its shims answer only
+    for the global version)."""
+    candidates = [shutil.which("python3.10") or ""] + sorted(glob.glob(os.path.join(
+        os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")), "versions", "3.10.*",
+        "bin", "python3.10")))
+    for candidate in candidates:
+        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True,
+                                        stdin=subprocess.DEVNULL).returncode == 0:
+            return candidate
+    raise AssertionError("README promises Python 3.10 but this machine has no 3.10 "
+                         "interpreter to check it with (pyenv install 3.10)")
+
+
+def test_the_sketch_reader_runs_on_python_3_10():
+    result = subprocess.run(
+        [python_3_10(), "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True,
+        stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    failed, attempted, files = (int(x) for x in result.stdout.split("READER")[1].split())
+    assert failed == 0 and attempted >= 9 and files >= 14, result.stdout
