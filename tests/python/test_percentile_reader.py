@@ -190,17 +190,25 @@ def test_bad_arguments_are_named():
         estimate_column([load("positions_merged")])
 
 
-def test_percentile_column_on_lists_pandas_and_pyarrow():
-    import pyarrow as pa
+COLUMN_BLOBS = [load("time"), load("positions_merged"), load("empty"), None]
+COLUMN_MEDIANS = [PercentileSketch.from_bytes(b).estimate(0.5)
+                  for b in COLUMN_BLOBS[:3]] + [None]
 
-    blobs = [load("time"), load("positions_merged"), load("empty"), None]
-    want = [PercentileSketch.from_bytes(b).estimate(0.5) for b in blobs[:3]] + [None]
+
+def test_percentile_column_on_lists_and_pandas():
+    blobs, want = COLUMN_BLOBS, COLUMN_MEDIANS
     assert want[2] is None and isinstance(want[0], float)
     assert percentile_column(blobs, 0.5) == want
     series = percentile_column(pd.Series(blobs, index=[5, 6, 7, 8], dtype=object), [0.5, 0.9])
     assert list(series.index) == [5, 6, 7, 8]
     assert series.tolist() == [PercentileSketch.from_bytes(b).estimate([0.5, 0.9])
                                for b in blobs[:3]] + [None]
+
+
+def test_percentile_column_on_pyarrow():
+    import pyarrow as pa
+
+    blobs, want = COLUMN_BLOBS, COLUMN_MEDIANS
     arrow = percentile_column(pa.array(blobs, type=pa.binary()), 0.5)
     assert arrow.type == pa.float64() and arrow.to_pylist() == want
     several = percentile_column(pa.array(blobs, type=pa.binary()), [0.0])

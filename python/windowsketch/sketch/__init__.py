@@ -69,11 +69,12 @@ def estimate_column(sketches: Any, as_of: AsOf | None = None,
     of dtype Int64 on the same index, a pyarrow int64 array, or a list.
     """
     values, rebuild = _values(sketches)
-    # Keywords: a percentile sketch's estimate needs a percentage first, and says so.
-    sketches_read: list[Any] = [None if blob is None else WindowSketch.from_bytes(blob)
-                                for blob in values]
-    return rebuild([None if s is None else s.estimate(as_of=as_of, sub_window=sub_window)
-                    for s in sketches_read])
+    # One sketch at a time: holding a column of read sketches makes the garbage collector
+    # walk them all, over and over. Keywords: a percentile sketch's estimate needs a
+    # percentage first, and says so.
+    return rebuild([None if blob is None else
+                    WindowSketch.from_bytes(blob).estimate(as_of=as_of, sub_window=sub_window)
+                    for blob in values])
 
 
 def bounds_column(sketches: Any, as_of: AsOf | None = None,
