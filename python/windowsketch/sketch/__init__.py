@@ -72,9 +72,11 @@ def estimate_column(sketches: Any, as_of: AsOf | None = None,
     # One sketch at a time: holding a column of read sketches makes the garbage collector
     # walk them all, over and over. Keywords: a percentile sketch's estimate needs a
     # percentage first, and says so.
-    return rebuild([None if blob is None else
-                    WindowSketch.from_bytes(blob).estimate(as_of=as_of, sub_window=sub_window)
-                    for blob in values])
+    def estimate(blob: Any) -> Any:
+        sketch: Any = WindowSketch.from_bytes(blob)  # each family's estimate
+        return sketch.estimate(as_of=as_of, sub_window=sub_window)
+
+    return rebuild([None if blob is None else estimate(blob) for blob in values])
 
 
 def bounds_column(sketches: Any, as_of: AsOf | None = None,
