@@ -1,23 +1,30 @@
-"""Live sliding counts on Structured Streaming: :func:`sliding_counts`.
+"""Live sliding windows on Structured Streaming: :func:`sliding_window` (several
+aggregates per key: counts, sums, distinct counts, percentiles) and :func:`sliding_counts`
+(counts with alerts).
 
-The operator runs in the JVM (``flatMapGroupsWithState`` with event-time timeouts, the
-time-ordered exponential histogram per key); Python only builds the query, so no Python
-code runs per event. It needs a classic SparkSession: a Spark Connect client cannot
-reach a Scala operator.
+The operators run in the JVM (``flatMapGroupsWithState`` with event-time timeouts, each
+family's in-order structure per key); Python only builds the query, so no Python code runs
+per event. They need a classic SparkSession: a Spark Connect client cannot reach a Scala
+operator.
 """
 from __future__ import annotations
 
 import datetime
-from typing import Optional, Sequence, Union
+import json
+from typing import NoReturn, Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from windowsketch import _require_built_line, _scala_object
+from windowsketch.live import LiveAggregate
 
-__all__ = ["sliding_counts"]
+__all__ = ["sliding_counts", "sliding_window"]
 
 _OPERATOR_CLASS = "windowsketch.spark.SlidingCounts"
+_WINDOW_OPERATOR_CLASS = "windowsketch.spark.SlidingWindow"
+_INPUT_COLUMN = "__windowsketch_input_{}"
 _EVENT_COLUMN = "__windowsketch_is_event"
 Span = Union[int, datetime.timedelta, str]
 
@@ -91,24 +98,16 @@ def sliding_counts(
             seen an event may still arrive (the watermark on positions).
 
     Returns:
-        A streaming DataFrame to write in append mode.
+        A streaming DataFrame to write in append mode (its rows are final; asking its
+        ``writeStream`` for another output mode raises a ValueError saying so).
 
     Raises:
         ValueError: not a streaming DataFrame, no watermark on a TIMESTAMP ``ts``, a bad
             ``window``/``every``/``eps``/threshold, or a missing column.
         RuntimeError: under Spark Connect (the operator is a Scala one).
     """
-    jdf = getattr(events, "_jdf", None)
-    if jdf is None:
-        raise RuntimeError(
-            "sliding_counts needs a classic SparkSession: Spark Connect clients cannot call "
-            "its Scala operator. Run the streaming job with a classic session (for example "
-            "SparkSession.builder.master(...) with windowsketch.configure).")
-    keys = [key] if isinstance(key, str) else list(key)
-    if not keys or not all(isinstance(k, str) for k in keys):
-        raise TypeError(f"`key` must be a column name or a list of them, got {key!r}")
-    if not isinstance(ts, str):
-        raise TypeError(f"`ts` must be a column name, got {ts!r}")
+    _require_classic(events, "sliding_counts")
+    keys = _keys(key, ts)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0001 <= eps < 1:
         raise ValueError(f"`eps` must be a number in [0.0001, 1), got {eps!r}")
     if lateness is not None and (isinstance(lateness, bool) or not isinstance(lateness, int)):
@@ -128,11 +127,144 @@ def sliding_counts(
             _threshold(alert_above, "alert_above"), _threshold(alert_below, "alert_below"),
             None if lateness is None else str(lateness), None if v is None else _EVENT_COLUMN)
     except Exception as e:  # py4j or pyspark's conversion of the JVM's IllegalArgumentException
-        message = _jvm_message(e)
-        if message is not None and message.startswith("sliding_counts"):
-            raise ValueError(message) from None
-        raise
-    return DataFrame(counted, spark)
+        _raise_operator_error(e, "sliding_counts")
+    return _final_rows(DataFrame(counted, spark), "sliding_counts")
+
+
+def sliding_window(
+    events: DataFrame,
+    key: Union[str, Sequence[str]],
+    ts: str,
+    window: Span,
+    every: Span,
+    aggregates: Sequence[LiveAggregate],
+    lateness: Optional[int] = None,
+) -> DataFrame:
+    """Live per-key sliding aggregates, one row per key per tick with all of them.
+
+    For each tick ``T`` (a multiple of ``every`` since the epoch, or since position 0) once
+    the watermark has passed ``T``, emits one row per key whose window ending at ``T``
+    (``[T - window, T]`` for a TIMESTAMP ``ts``; ``(T - window, T]`` positions for an
+    integral one) holds an input of some aggregate: ``key..., window_end`` and one column
+    per aggregate (see :mod:`windowsketch.live` for each family's type and guarantee). Rows
+    are final. When every aggregate's window has emptied the key emits one last row (counts,
+    sums and distinct counts 0, percentiles NULL) and, with nothing pending, its state is
+    deleted, so the state holds only live keys. Late rows are dropped, as Spark drops them
+    (``numRowsDroppedByWatermark``), as are rows where every aggregate's input is NULL or
+    not an event.
+
+    Args:
+        events: a streaming DataFrame; with a TIMESTAMP ``ts`` it needs a watermark on it.
+        key: a column name or a list of them.
+        ts: a TIMESTAMP column, or an integral column of positions (then give ``lateness``).
+        window, every: the window's length and the tick spacing: interval strings or
+            ``datetime.timedelta`` for a TIMESTAMP ``ts``, ints of positions otherwise.
+        aggregates: :func:`windowsketch.live.count`, ``sum``, ``distinct``, ``percentile``,
+            each under its own output name (``.alias(...)``).
+        lateness: for an integral ``ts`` only, as in :func:`sliding_counts`.
+
+    Returns:
+        A streaming DataFrame to write in append mode (its rows are final; asking its
+        ``writeStream`` for another output mode raises a ValueError saying so).
+
+    Raises:
+        ValueError: not a streaming DataFrame, no watermark, a bad window, ``every`` or
+            parameter, a column of the wrong type, or two outputs with one name.
+        RuntimeError: under Spark Connect.
+    """
+    _require_classic(events, "sliding_window")
+    keys = _keys(key, ts)
+    if isinstance(aggregates, LiveAggregate) or not isinstance(aggregates, (list, tuple)):
+        raise TypeError(f"`aggregates` must be a list of windowsketch.live aggregates, got "
+                        f"{aggregates!r}")
+    if not aggregates or not all(isinstance(a, LiveAggregate) for a in aggregates):
+        raise TypeError("`aggregates` must be a non-empty list of windowsketch.live aggregates "
+                        "(live.count, live.sum, live.distinct, live.percentile)")
+    if lateness is not None and (isinstance(lateness, bool) or not isinstance(lateness, int)):
+        raise TypeError(f"`lateness` must be an int of positions, got {lateness!r}")
+    specs = []
+    for i, aggregate in enumerate(aggregates):
+        # A column, not a filter: rows without an input still move the watermark.
+        column = F.col(aggregate.column) if isinstance(aggregate.column, str) else aggregate.column
+        events = events.withColumn(_INPUT_COLUMN.format(i), column)
+        specs.append(aggregate._spec(_INPUT_COLUMN.format(i)))
+    spec = json.dumps({"key": keys, "ts": ts, "window": _span(window, "window"),
+                       "every": _span(every, "every"),
+                       "lateness": None if lateness is None else str(lateness),
+                       "aggregates": specs})
+    spark = events.sparkSession
+    _require_built_line(spark)
+    operator = _scala_object(spark, _WINDOW_OPERATOR_CLASS)
+    try:
+        windowed = operator.fromJson(events._jdf, spec)
+    except Exception as e:
+        _raise_operator_error(e, "sliding_window")
+    return _final_rows(DataFrame(windowed, spark), "sliding_window")
+
+
+class _AppendOnlyWriter(DataStreamWriter):
+    """A live operator's writer: its rows are final, each emitted once, so append is the
+    mode; Spark's own refusal of update mode names an operator the user never wrote."""
+
+    _operator = "the live operator"
+
+    def outputMode(self, outputMode: str) -> DataStreamWriter:  # noqa: N802 - Spark's name
+        if isinstance(outputMode, str) and outputMode.strip().lower() != "append":
+            raise ValueError(
+                f"{self._operator} emits final rows, each (key, window_end) once: write it in "
+                f"append mode (the default), not {outputMode!r}; a sink that upserts can key "
+                f"on (key, window_end)")
+        return super().outputMode(outputMode)
+
+
+class _FinalRows:
+    """Mixed into a live operator's DataFrame: its ``writeStream`` is append-only."""
+
+    _operator = "the live operator"
+
+    @property
+    def writeStream(self) -> DataStreamWriter:  # noqa: N802 - Spark's name
+        writer = _AppendOnlyWriter(self)  # type: ignore[arg-type]
+        writer._operator = self._operator
+        return writer
+
+
+_FINAL_ROWS_TYPES: dict[type, type] = {}
+
+
+def _final_rows(frame: DataFrame, operator: str) -> DataFrame:
+    """`frame` as its own class with the append-only writer (the class Spark built it as,
+    classic DataFrame on every line, stays its base)."""
+    base = type(frame)
+    final = _FINAL_ROWS_TYPES.setdefault(base, type("LiveDataFrame", (_FinalRows, base), {}))
+    frame.__class__ = final
+    frame._operator = operator  # type: ignore[attr-defined]
+    return frame
+
+
+def _require_classic(events: DataFrame, name: str) -> None:
+    if getattr(events, "_jdf", None) is None:
+        raise RuntimeError(
+            f"{name} needs a classic SparkSession: Spark Connect clients cannot call its "
+            "Scala operator. Run the streaming job with a classic session (for example "
+            "SparkSession.builder.master(...) with windowsketch.configure).")
+
+
+def _keys(key: Union[str, Sequence[str]], ts: str) -> list[str]:
+    keys = [key] if isinstance(key, str) else list(key)
+    if not keys or not all(isinstance(k, str) for k in keys):
+        raise TypeError(f"`key` must be a column name or a list of them, got {key!r}")
+    if not isinstance(ts, str):
+        raise TypeError(f"`ts` must be a column name, got {ts!r}")
+    return keys
+
+
+def _raise_operator_error(error: Exception, name: str) -> NoReturn:
+    """The JVM's refusal of the arguments as a ValueError; anything else as it came."""
+    message = _jvm_message(error)
+    if message is not None and message.startswith(name):
+        raise ValueError(message) from None
+    raise error
 
 
 def _jvm_message(error: Exception) -> Optional[str]:

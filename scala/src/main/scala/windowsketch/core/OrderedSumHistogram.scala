@@ -17,8 +17,8 @@ package windowsketch.core
  * value costs O(1) amortized whatever its size, and the state stays
  * O((1/eps) log(window sum)) buckets.
  *
- * It cannot merge with another state (bucket spans depend on the order seen) and has no
- * binary format: it lives inside a running window frame only.
+ * It cannot merge with another state (bucket spans depend on the order seen). Its bytes
+ * ([[writeTo]]) live only inside a live window's state, which is always in time order.
  */
 final class OrderedSumHistogram(val window: Long, val eps: Double) extends WindowCountSketch {
   ExponentialHistogram.checkParameters(window, eps)
@@ -37,6 +37,21 @@ final class OrderedSumHistogram(val window: Long, val eps: Double) extends Windo
   private[this] val mergeFactor = 2 * eps * (1 - 1e-9)
 
   def hasTime: Boolean = seenAny
+
+  private def restore(hasTime: Boolean, now: Long, capacity: Int, first: Int, newest: Array[Long],
+      oldest: Array[Long], bucketSums: Array[Long], total: Long): Unit = {
+    newestTs = new Array[Long](capacity)
+    oldestTs = new Array[Long](capacity)
+    sums = new Array[Long](capacity)
+    System.arraycopy(newest, 0, newestTs, first, newest.length)
+    System.arraycopy(oldest, 0, oldestTs, first, oldest.length)
+    System.arraycopy(bucketSums, 0, sums, first, bucketSums.length)
+    head = first
+    end = first + bucketSums.length
+    bucketTotal = total
+    seenAny = hasTime
+    nowTs = now
+  }
 
   def now: Long = nowTs
 
@@ -102,6 +117,27 @@ final class OrderedSumHistogram(val window: Long, val eps: Double) extends Windo
   def foreachBucket(f: (Long, Long, Long) => Unit): Unit = {
     var i = end - 1
     while (i >= head) { f(newestTs(i), oldestTs(i), sums(i)); i -= 1 }
+  }
+
+  /**
+   * The buckets newest first as (age of newest, span, sum) from `now`, for a live window's
+   * state (docs/format.md, "Live window state").
+   */
+  private[core] def writeTo(out: ByteWriter): Unit = {
+    out.byte(if (seenAny) 1 else 0)
+    out.long(nowTs)
+    // The capacity and the first bucket's slot decide when the next merge pass runs: a
+    // resumed histogram keeps them, so it answers exactly as one that never stopped.
+    out.varint(sums.length)
+    out.varint(head)
+    out.varint(end - head)
+    var i = end - 1
+    while (i >= head) {
+      out.varint(nowTs - newestTs(i))
+      out.varint(newestTs(i) - oldestTs(i))
+      out.varint(sums(i))
+      i -= 1
+    }
   }
 
   /** now - ts >= window, with the difference taken as unsigned so it cannot overflow. */
@@ -172,4 +208,64 @@ final class OrderedSumHistogram(val window: Long, val eps: Double) extends Windo
 
 object OrderedSumHistogram {
   private val InitialCapacity = 16
+
+  /**
+   * Reads [[OrderedSumHistogram.writeTo]], checking what the guarantee rests on: buckets
+   * disjoint and newest first, each newest inside the window, positive sums, no overflow,
+   * and (D) for every bucket spanning more than one timestamp.
+   */
+  private[core] def readFrom(window: Long, eps: Double, in: ByteReader): OrderedSumHistogram = {
+    val h = new OrderedSumHistogram(window, eps)
+    val hasTime = in.byte() match {
+      case 0 => false
+      case 1 => true
+      case other => throw new CorruptSketchException(s"unknown sum histogram flags $other")
+    }
+    val now = in.long()
+    val capacity = in.varint()
+    if (capacity < InitialCapacity || capacity > maxCapacity(eps) || java.lang.Long.bitCount(capacity) != 1) {
+      throw new CorruptSketchException(s"invalid sum histogram capacity $capacity")
+    }
+    val first = in.varint()
+    val n = in.varint()
+    if (first < 0 || n < 0 || first + n > capacity || (!hasTime && n != 0)) {
+      throw new CorruptSketchException(s"invalid sum bucket count $n")
+    }
+    val newest = new Array[Long](n.toInt)
+    val oldest = new Array[Long](n.toInt)
+    val sums = new Array[Long](n.toInt)
+    var previousAge = -1L
+    var newer = 0L
+    var i = 0
+    while (i < n) {
+      val age = in.varint()
+      val span = in.varint()
+      val sum = in.varint()
+      if (age <= previousAge || age >= window || span < 0 || span > window + age || sum <= 0 ||
+          sum > Long.MaxValue - newer || (span > 0 && sum > 2 * eps * newer)) {
+        throw new CorruptSketchException(s"invalid sum bucket $i")
+      }
+      previousAge = age + span
+      // Oldest first in the arrays.
+      val slot = n.toInt - 1 - i
+      newest(slot) = now - age
+      oldest(slot) = now - age - span
+      sums(slot) = sum
+      newer += sum
+      i += 1
+    }
+    h.restore(hasTime, now, capacity.toInt, first.toInt, newest, oldest, sums, newer)
+    h
+  }
+
+  /**
+   * The largest capacity the arrays can reach. After a merge pass, any two neighbouring
+   * groups hold more than 2 eps times the sum of the newer ones, so the window sum (below
+   * 2^63) bounds the groups to G = 2 log(2^63) / log(1 + 2 eps) + 2; the arrays double only
+   * when a pass leaves more than half of them full, so the capacity stays below 4 G.
+   */
+  private[core] def maxCapacity(eps: Double): Long = {
+    val groups = 2 * 63 * math.log(2) / math.log(1 + 2 * eps) + 2
+    math.max(InitialCapacity.toLong, 2 * java.lang.Long.highestOneBit(math.ceil(4 * groups).toLong))
+  }
 }

@@ -211,6 +211,46 @@ object Replay {
     Array(live.toBytes, rows.toByteArray)
   }
 
+  /**
+   * Drives a live window as a streaming key would between two restarts: reads `state` (a new
+   * window if empty), adds the inputs (big-endian time, aggregate index and input, one long
+   * each), advances to `upTo`. `aggregates` is `family:parameter[:percentage...]`, comma
+   * separated (`count:0.01,percentile:0.01:0.5:0.99`). @return the state bytes, then one
+   * line per emitted tick: the tick and each slide's answer, `|`-separated.
+   */
+  def liveWindowState(window: Long, every: Long, aggregates: String, state: Array[Byte],
+      inputs: Array[Byte], upTo: Long): Array[AnyRef] = {
+    val specs = aggregates.split(",").toIndexedSeq.map { a =>
+      val parts = a.split(":")
+      val p = parts(1).toDouble
+      parts(0) match {
+        case "count" => LiveCountAggregate(p)
+        case "sum" => LiveSumAggregate(p)
+        case "distinct" => LiveDistinctAggregate(p)
+        case "percentile" => LivePercentileAggregate(p, parts.drop(2).map(_.toDouble).toSeq)
+      }
+    }
+    val live = if (state.isEmpty) new LiveWindow(window, every, specs)
+      else LiveWindow.fromBytes(window, every, specs, state)
+    val in = ByteBuffer.wrap(inputs)
+    while (in.hasRemaining) live.add(in.getLong(), in.getLong().toInt, in.getLong())
+    val lines = new StringBuilder
+    live.advance(upTo, { tick =>
+      lines ++= tick.toString
+      live.slides.foreach { slide =>
+        lines += '|'
+        lines ++= (slide match {
+          case s: LiveCountSlide => s"${s.histogram.estimate},${s.histogram.lowerBound},${s.histogram.upperBound}"
+          case s: LiveSumSlide => s"${s.histogram.estimate},${s.histogram.lowerBound},${s.histogram.upperBound}"
+          case s: LiveDistinctSlide => s.sketch.registerSums.toString
+          case s: LivePercentileSlide => Option(s.answer).fold("null")(_.mkString(","))
+        })
+      }
+      lines += '\n'
+    })
+    Array(live.toBytes, lines.toString)
+  }
+
   /** A live count's parameters, a new live count and one read from bytes, for py4j callers. */
   def liveSpec(window: Long, every: Long, eps: Double): LiveCountSpec =
     LiveCountSpec(window, every, eps)

@@ -160,7 +160,7 @@ abstract class DistinctAggregate
  * the same choice between linear counting and the bias-corrected raw estimate, with
  * Spark's tables, from a sketch's two register sums.
  */
-private[windowsketch] final class DistinctEstimator(val rsd: Double) {
+final class DistinctEstimator(val rsd: Double) extends Serializable {
   private val helper = new HyperLogLogPlusPlusHelper(rsd)
   private val p = SlidingHyperLogLog.precision(rsd)
   private val m = (1 << p).toDouble

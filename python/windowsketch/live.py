@@ -1,0 +1,95 @@
+"""The aggregates of :func:`windowsketch.streaming.sliding_window`, one per family::
+
+    from windowsketch import live
+    from windowsketch.streaming import sliding_window
+
+    sliding_window(events, key="host", ts="ts", window="10 minutes", every="1 minute",
+                   aggregates=[live.count(F.col("status") == 404).alias("n404"),
+                               live.distinct("client"),
+                               live.percentile("latency", [0.5, 0.99])])
+
+Each is named in the output by its family (``count``, ``sum``, ``distinct``,
+``percentile``) unless renamed with :meth:`LiveAggregate.alias`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence, Union
+
+from pyspark.sql import Column
+
+__all__ = ["LiveAggregate", "count", "distinct", "percentile", "sum"]
+
+ColumnOrName = Union[Column, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveAggregate:
+    """One aggregate of a live window: a family over a column, named in the output."""
+
+    family: str
+    column: ColumnOrName
+    name: str
+    eps: float
+    percentages: tuple[float, ...] = ()
+    single: bool = False
+
+    def alias(self, name: str) -> "LiveAggregate":
+        """The same aggregate under another output column name."""
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"alias must be a non-empty string, got {name!r}")
+        return dataclasses.replace(self, name=name)
+
+    def _spec(self, input_column: str) -> dict[str, Any]:
+        return {"family": self.family, "name": self.name, "input": input_column,
+                "eps": self.eps, "percentages": list(self.percentages), "single": self.single}
+
+
+def _checked(value: Any, name: str) -> ColumnOrName:
+    if not isinstance(value, (str, Column)):
+        raise TypeError(f"`{name}` must be a column name or a Column, got {value!r}")
+    return value
+
+
+def _accuracy(value: Any, name: str) -> float:
+    """A number; its range is checked by the operator, which names the aggregate."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"`{name}` must be a number, got {value!r}")
+    return float(value)
+
+
+def count(v: ColumnOrName, eps: float = 0.01) -> LiveAggregate:
+    """The events (rows where BOOLEAN ``v`` is true) in the window, as a struct
+    ``estimate, lower, upper``: ``|estimate - exact| <= eps * exact`` and
+    ``lower <= exact <= upper``, as :func:`windowsketch.functions.approx_window_count`."""
+    return LiveAggregate("count", _checked(v, "v"), "count", _accuracy(eps, "eps"))
+
+
+def sum(x: ColumnOrName, eps: float = 0.01) -> LiveAggregate:  # noqa: A001 - the family's name
+    """The sum of the window's non-negative integral ``x`` (NULL skipped), as a struct
+    ``estimate, lower, upper`` with the guarantee of :func:`count`; a negative value stops
+    the query naming it."""
+    return LiveAggregate("sum", _checked(x, "x"), "sum", _accuracy(eps, "eps"))
+
+
+def distinct(x: ColumnOrName, rsd: float = 0.05) -> LiveAggregate:
+    """The distinct non-NULL values of ``x`` in the window (BIGINT): what
+    ``approx_count_distinct(x, rsd)`` gives over the window's rows."""
+    return LiveAggregate("distinct", _checked(x, "x"), "distinct",
+                         _accuracy(rsd, "rsd"))
+
+
+def percentile(x: ColumnOrName, percentage: Union[float, Sequence[float]],
+               eps: float = 0.01) -> LiveAggregate:
+    """The value of numeric ``x`` at ``percentage`` in the window (DOUBLE; an ARRAY of
+    DOUBLE for a list of percentages; NULL for a window with no value): a value of the
+    window whose rank is that of ``percentile_approx`` over the window's rows."""
+    single = not isinstance(percentage, (list, tuple))
+    values: list[Any] = [percentage] if single else list(percentage)  # type: ignore[arg-type]
+    if not values or not all(not isinstance(p, bool) and isinstance(p, (int, float))
+                             and 0.0 <= p <= 1.0 for p in values):
+        raise ValueError(f"`percentage` must be a number in [0, 1] or a non-empty list of "
+                         f"them, got {percentage!r}")
+    return LiveAggregate("percentile", _checked(x, "x"), "percentile",
+                         _accuracy(eps, "eps"),
+                         tuple(float(p) for p in values), single)

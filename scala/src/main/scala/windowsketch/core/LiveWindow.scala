@@ -1,0 +1,403 @@
+package windowsketch.core
+
+/**
+ * One family's window inside a live window: fed in time order, read at each tick.
+ * Inputs are longs in the family's encoding (see [[LiveAggregate]]).
+ */
+trait LiveSlide {
+  /** Adds one input at `ts`; `ts` never precedes an earlier add's. */
+  def add(ts: Long, input: Long): Unit
+
+  /** Moves the window's end to `tick` and drops what left it. */
+  def advanceTo(tick: Long): Unit
+
+  /** True when nothing of the family's inputs lies in the window ending at the last tick. */
+  def isEmpty: Boolean
+
+  /** The window's end, if it has one: the last tick. */
+  def end: Option[Long]
+
+  private[core] def writeTo(out: ByteWriter): Unit
+}
+
+/**
+ * What one aggregate of a live window is: its family (a tag byte in the state), its
+ * parameters and how to make, read and store its [[LiveSlide]]. Each family's live form
+ * sits beside its structure ([[LiveCountAggregate]] etc.).
+ */
+abstract class LiveAggregate {
+  /** The family, as users name it ("count", "sum", ...). */
+  def family: String
+
+  /** The tag that marks this family's slide in the state bytes. */
+  def tag: Byte
+
+  /** The parameters that shape the slide, written in the state so a restart keeps them. */
+  def parameters: Seq[Double]
+
+  def newSlide(window: Long): LiveSlide
+
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide
+
+  /** Checks one input read back from state bytes: what `add` takes from this family. */
+  private[core] def validInput(input: Long): Boolean = true
+
+  /** How the family is shown in a refusal: "count(0.01)". */
+  final def describe: String = s"$family(${parameters.mkString(", ")})"
+}
+
+/** Counts: the input is 1 per event; answers are the histogram's estimate and bounds. */
+final case class LiveCountAggregate(eps: Double) extends LiveAggregate {
+  def family: String = "count"
+  def tag: Byte = LiveWindow.CountTag
+  def parameters: Seq[Double] = Seq(eps)
+  override private[core] def validInput(input: Long): Boolean = input == 1L
+  def newSlide(window: Long): LiveCountSlide = new LiveCountSlide(new ExponentialHistogram(window, eps))
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
+    val bytes = Array.fill(LiveWindow.length(in))(in.byte())
+    SketchFormat.deserialize(bytes) match {
+      case h: ExponentialHistogram if h.window == window && h.eps == eps => new LiveCountSlide(h)
+      case _ => throw new CorruptSketchException("a live count's histogram has other parameters")
+    }
+  }
+}
+
+final class LiveCountSlide(val histogram: ExponentialHistogram) extends LiveSlide {
+  def add(ts: Long, input: Long): Unit = histogram.add(ts, 1L)
+  def advanceTo(tick: Long): Unit = histogram.advanceTo(tick)
+  def isEmpty: Boolean = histogram.upperBound == 0L
+  def end: Option[Long] = if (histogram.hasTime) Some(histogram.now) else None
+  private[core] def writeTo(out: ByteWriter): Unit = LiveWindow.writeBytes(out, SketchFormat.serialize(histogram))
+}
+
+/** Sums of non-negative integers: the input is the value; answers as for counts. */
+final case class LiveSumAggregate(eps: Double) extends LiveAggregate {
+  def family: String = "sum"
+  def tag: Byte = LiveWindow.SumTag
+  def parameters: Seq[Double] = Seq(eps)
+  override private[core] def validInput(input: Long): Boolean = input > 0L
+  def newSlide(window: Long): LiveSumSlide = new LiveSumSlide(new OrderedSumHistogram(window, eps))
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide =
+    new LiveSumSlide(OrderedSumHistogram.readFrom(window, eps, in))
+}
+
+final class LiveSumSlide(val histogram: OrderedSumHistogram) extends LiveSlide {
+  def add(ts: Long, input: Long): Unit = histogram.add(ts, input)
+  def advanceTo(tick: Long): Unit = histogram.advanceTo(tick)
+  def isEmpty: Boolean = histogram.upperBound == 0L
+  def end: Option[Long] = if (histogram.hasTime) Some(histogram.now) else None
+  private[core] def writeTo(out: ByteWriter): Unit = histogram.writeTo(out)
+}
+
+/** Distinct values: the input is the value's 64-bit hash (Spark's, as approx_count_distinct). */
+final case class LiveDistinctAggregate(rsd: Double) extends LiveAggregate {
+  def family: String = "distinct"
+  def tag: Byte = LiveWindow.DistinctTag
+  def parameters: Seq[Double] = Seq(rsd)
+  def newSlide(window: Long): LiveDistinctSlide = new LiveDistinctSlide(new SlidingHyperLogLog(window, rsd))
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
+    val s = SketchFormat.deserializeDistinct(Array.fill(LiveWindow.length(in))(in.byte()))
+    if (s.window != window || s.rsd != rsd) {
+      throw new CorruptSketchException("a live distinct count's sketch has other parameters")
+    }
+    new LiveDistinctSlide(s)
+  }
+}
+
+final class LiveDistinctSlide(val sketch: SlidingHyperLogLog) extends LiveSlide {
+  def add(ts: Long, input: Long): Unit = sketch.add(ts, input)
+  def advanceTo(tick: Long): Unit = sketch.advanceTo(tick)
+  def isEmpty: Boolean = sketch.pairCount == 0
+  def end: Option[Long] = if (sketch.hasTime) Some(sketch.now) else None
+  private[core] def writeTo(out: ByteWriter): Unit =
+    LiveWindow.writeBytes(out, SketchFormat.serializeDistinct(sketch))
+}
+
+/**
+ * Percentiles: the input is the value's double bits; answers are the window's values at
+ * `percentages` (exact mode: every value of the window is held).
+ */
+final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) extends LiveAggregate {
+  require(percentages.nonEmpty && percentages.forall(p => p >= 0.0 && p <= 1.0),
+    s"percentages must lie in [0, 1], got ${percentages.mkString(", ")}")
+  def family: String = "percentile"
+  def tag: Byte = LiveWindow.PercentileTag
+  def parameters: Seq[Double] = eps +: percentages
+  def newSlide(window: Long): LivePercentileSlide =
+    new LivePercentileSlide(new SlidingQuantiles(window, eps), percentages.toArray)
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
+    val s = SketchFormat.deserializeQuantiles(Array.fill(LiveWindow.length(in))(in.byte()))
+    if (s.window != window || s.eps != eps) {
+      throw new CorruptSketchException("a live percentile's window has other parameters")
+    }
+    new LivePercentileSlide(s, percentages.toArray)
+  }
+}
+
+final class LivePercentileSlide(val quantiles: SlidingQuantiles, percentages: Array[Double])
+    extends LiveSlide {
+  def add(ts: Long, input: Long): Unit = quantiles.add(ts, java.lang.Double.longBitsToDouble(input))
+  def advanceTo(tick: Long): Unit = quantiles.advanceTo(tick)
+  def isEmpty: Boolean = quantiles.count == 0L
+  def end: Option[Long] = if (quantiles.hasTime) Some(quantiles.now) else None
+  /** The values at the percentages, or null for an empty window. */
+  def answer: Array[Double] = if (isEmpty) null else percentages.map(quantiles.quantile)
+  private[core] def writeTo(out: ByteWriter): Unit =
+    LiveWindow.writeBytes(out, SketchFormat.serializeQuantiles(quantiles))
+}
+
+/**
+ * One key's live window: several aggregates over the window ending at each tick T (a
+ * multiple of `every`) that the caller declares final (`advance(T)`: every input at or
+ * before T has arrived). The tick rules are [[LiveCount]]'s, for all aggregates at once:
+ * inputs after the last tick wait in `pending` and enter each slide in time order as ticks
+ * pass; a tick where every slide is empty is skipped, except the first after a non-empty
+ * one (the row that tells a sink the window emptied); then, with nothing pending, the key
+ * is finished and its state can be dropped.
+ */
+final class LiveWindow private (
+    val window: Long,
+    val every: Long,
+    val aggregates: IndexedSeq[LiveAggregate],
+    val slides: Array[LiveSlide],
+    private var lastTick: Long,
+    private var hasTick: Boolean,
+    private var lastWasEmpty: Boolean,
+    private var pendingTs: Array[Long],
+    private var pendingAggregate: Array[Int],
+    private var pendingInput: Array[Long],
+    private var pendingSize: Int) {
+
+  def this(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate]) =
+    this(window, every, aggregates, aggregates.map(_.newSlide(window)).toArray, 0L, false, true,
+      new Array[Long](8), new Array[Int](8), new Array[Long](8), 0)
+
+  /**
+   * Adds one input of aggregate `aggregate` at `ts`. Returns false, adding nothing, if
+   * `ts` is at or before a tick already emitted: that window is final and the input late.
+   */
+  def add(ts: Long, aggregate: Int, input: Long): Boolean =
+    if (hasTick && ts <= lastTick) false
+    else {
+      if (pendingSize == pendingTs.length) {
+        val n = 2 * pendingSize
+        pendingTs = java.util.Arrays.copyOf(pendingTs, n)
+        pendingAggregate = java.util.Arrays.copyOf(pendingAggregate, n)
+        pendingInput = java.util.Arrays.copyOf(pendingInput, n)
+      }
+      pendingTs(pendingSize) = ts
+      pendingAggregate(pendingSize) = aggregate
+      pendingInput(pendingSize) = input
+      pendingSize += 1
+      true
+    }
+
+  /** True while some aggregate has inputs in its window or waiting: keep the state. */
+  def isLive: Boolean = liveFrom(0)
+
+  /** The next tick that can emit a row or finish the key, read right after [[advance]]. */
+  def nextTick: Long = dueFrom(0)
+
+  /**
+   * Emits every tick up to `upTo` that is due, in tick order: `emit(tick)` is called with
+   * every slide at that tick, to be read there and then.
+   */
+  def advance(upTo: Long, emit: Long => Unit): Unit = {
+    sortPending()
+    var taken = 0
+    while (liveFrom(taken) && dueFrom(taken) <= upTo) {
+      val tick = dueFrom(taken)
+      while (taken < pendingSize && pendingTs(taken) <= tick) {
+        slides(pendingAggregate(taken)).add(pendingTs(taken), pendingInput(taken))
+        taken += 1
+      }
+      var empty = true
+      var i = 0
+      while (i < slides.length) { slides(i).advanceTo(tick); empty &&= slides(i).isEmpty; i += 1 }
+      if (!empty || !lastWasEmpty) emit(tick)
+      lastTick = tick
+      hasTick = true
+      lastWasEmpty = empty
+    }
+    val left = pendingSize - taken
+    System.arraycopy(pendingTs, taken, pendingTs, 0, left)
+    System.arraycopy(pendingAggregate, taken, pendingAggregate, 0, left)
+    System.arraycopy(pendingInput, taken, pendingInput, 0, left)
+    pendingSize = left
+  }
+
+  private def liveFrom(from: Int): Boolean = from < pendingSize || (hasTick && !lastWasEmpty)
+
+  private def dueFrom(from: Int): Long =
+    if (hasTick && !lastWasEmpty) lastTick + every else tickAtOrAfter(pendingTs(from))
+
+  private def tickAtOrAfter(ts: Long): Long = {
+    val down = Math.floorDiv(ts, every) * every
+    if (down == ts) ts else down + every
+  }
+
+  /** Sorts the pending inputs by time (stable), through a permutation of their indices. */
+  private def sortPending(): Unit = {
+    var sorted = true
+    var i = 1
+    while (sorted && i < pendingSize) { sorted = pendingTs(i - 1) <= pendingTs(i); i += 1 }
+    if (sorted) return
+    val order = (0 until pendingSize).sortBy(pendingTs(_)).toArray
+    pendingTs = order.map(pendingTs)
+    pendingAggregate = order.map(pendingAggregate)
+    pendingInput = order.map(pendingInput)
+  }
+
+  /** The state as bytes (docs/format.md, "Live window state"), for a streaming state store. */
+  def toBytes: Array[Byte] = {
+    sortPending()
+    val out = new ByteWriter(64 + 12 * pendingSize)
+    out.byte(LiveWindow.Magic)
+    out.byte(LiveWindow.Version)
+    out.byte((if (hasTick) 1 else 0) | (if (lastWasEmpty) 2 else 0))
+    out.long(lastTick)
+    out.long(window)
+    out.long(every)
+    out.varint(aggregates.length)
+    aggregates.foreach { a =>
+      out.byte(a.tag)
+      out.varint(a.parameters.length)
+      a.parameters.foreach(p => out.long(java.lang.Double.doubleToLongBits(p)))
+    }
+    slides.foreach(_.writeTo(out))
+    // Pending inputs sorted, as steps from the last tick: a byte or two each.
+    out.varint(pendingSize)
+    var previous = lastTick
+    var i = 0
+    while (i < pendingSize) {
+      out.varint(pendingTs(i) - previous)
+      previous = pendingTs(i)
+      out.varint(pendingAggregate(i))
+      out.long(pendingInput(i))
+      i += 1
+    }
+    out.checksum()
+    out.result()
+  }
+}
+
+object LiveWindow {
+  /** The first byte of a live window's state: tells it from a live count's (1 or 2). */
+  val Magic: Byte = 0x57
+  val Version: Byte = 1
+
+  // Each family's tag in the state, and its name for refusals: one line per family.
+  val CountTag: Byte = 1
+  val SumTag: Byte = 2
+  val DistinctTag: Byte = 3
+  val PercentileTag: Byte = 4
+  private val FamilyNames = Map(CountTag -> "count", SumTag -> "sum", DistinctTag -> "distinct",
+    PercentileTag -> "percentile")
+
+  private[core] def writeBytes(out: ByteWriter, bytes: Array[Byte]): Unit = {
+    out.varint(bytes.length)
+    bytes.foreach(b => out.byte(b))
+  }
+
+  private[core] def length(in: ByteReader): Int = {
+    val n = in.varint()
+    if (n < 0 || n > Int.MaxValue) throw new CorruptSketchException("invalid length")
+    n.toInt
+  }
+
+  /**
+   * Reads [[LiveWindow.toBytes]] for a query with `window`, `every` and `aggregates`:
+   * damaged bytes raise [[CorruptSketchException]], a state written for other parameters an
+   * IllegalArgumentException naming them.
+   */
+  def fromBytes(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate],
+      bytes: Array[Byte]): LiveWindow = {
+    if (bytes.length < 4) throw new CorruptSketchException("truncated live window state")
+    val body = bytes.length - 4
+    val crc = new java.util.zip.CRC32()
+    crc.update(bytes, 0, body)
+    val stored = ((bytes(body) & 0xFFL) << 24) | ((bytes(body + 1) & 0xFFL) << 16) |
+      ((bytes(body + 2) & 0xFFL) << 8) | (bytes(body + 3) & 0xFFL)
+    if (stored != crc.getValue) throw new CorruptSketchException("live window state checksum mismatch")
+    val in = new ByteReader(bytes, body)
+    if (in.byte() != Magic) throw new CorruptSketchException("not a live window state")
+    val version = in.byte()
+    if (version != Version) throw new CorruptSketchException(s"unknown live window state version $version")
+    val flags = in.byte()
+    if ((flags & ~3) != 0) throw new CorruptSketchException(s"unknown live window state flags $flags")
+    val hasTick = (flags & 1) != 0
+    val lastWasEmpty = (flags & 2) != 0
+    val lastTick = in.long()
+    val stateWindow = in.long()
+    val stateEvery = in.long()
+    val count = in.varint()
+    if (count <= 0 || count > body) throw new CorruptSketchException(s"invalid aggregate count $count")
+    val written = (0 until count.toInt).map { _ =>
+      val tag = in.byte()
+      val n = in.varint()
+      if (n < 0 || n > body) throw new CorruptSketchException("invalid parameter count")
+      (tag, Seq.fill(n.toInt)(java.lang.Double.longBitsToDouble(in.long())))
+    }
+    checkParameters(window, every, aggregates, stateWindow, stateEvery, written)
+    val slides = aggregates.map(_.readSlide(window, in)).toArray
+    // Every slide was last moved to the last tick (none has a time before the first), and
+    // the last tick was empty exactly when all of them were.
+    val consistent =
+      if (hasTick) slides.forall(_.end.contains(lastTick)) && lastWasEmpty == slides.forall(_.isEmpty)
+      else slides.forall(_.end.isEmpty) && lastWasEmpty && lastTick == 0L
+    if (!consistent) throw new CorruptSketchException("the live window state contradicts its slides")
+    val n = in.varint()
+    if (n < 0 || n > body) throw new CorruptSketchException("invalid pending count")
+    val size = math.max(8, n.toInt)
+    val ts = new Array[Long](size)
+    val which = new Array[Int](size)
+    val inputs = new Array[Long](size)
+    var previous = lastTick
+    var i = 0
+    while (i < n) {
+      val step = in.varint()
+      val next = previous + step
+      // Sorted and after the last tick (the first may precede 0 before any tick).
+      val ordered = if (i == 0) !hasTick || step > 0 else step >= 0
+      if (!ordered || (step > 0 && next < previous)) {
+        throw new CorruptSketchException("pending inputs out of order")
+      }
+      val aggregate = in.varint()
+      if (aggregate < 0 || aggregate >= aggregates.length) {
+        throw new CorruptSketchException(s"pending input of unknown aggregate $aggregate")
+      }
+      ts(i) = next
+      which(i) = aggregate.toInt
+      inputs(i) = in.long()
+      if (!aggregates(which(i)).validInput(inputs(i))) {
+        throw new CorruptSketchException(s"invalid pending input of ${aggregates(which(i)).family}")
+      }
+      previous = next
+      i += 1
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live window state")
+    new LiveWindow(window, every, aggregates, slides, lastTick, hasTick, lastWasEmpty, ts, which,
+      inputs, n.toInt)
+  }
+
+  /** Refuses a state made under another window, `every` or aggregate list, naming the change. */
+  private def checkParameters(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate],
+      stateWindow: Long, stateEvery: Long, written: Seq[(Byte, Seq[Double])]): Unit = {
+    def shown(tag: Byte, ps: Seq[Double]): String =
+      FamilyNames.get(tag).map(family => s"$family(${ps.mkString(", ")})")
+        .getOrElse(s"an unknown aggregate (tag $tag)")
+    val nowAggregates = aggregates.map(_.describe).mkString(", ")
+    val wasAggregates = written.map { case (tag, ps) => shown(tag, ps) }.mkString(", ")
+    val changed = Seq(
+      ("window", stateWindow.toString, window.toString),
+      ("every", stateEvery.toString, every.toString),
+      ("aggregates", wasAggregates, nowAggregates)).filter { case (_, a, b) => a != b }
+    if (changed.nonEmpty) {
+      throw new IllegalArgumentException(
+        "the live window state was written with " +
+          changed.map { case (name, was, now) => s"$name $was (now $now)" }.mkString(", ") +
+          ": its ticks and answers would not continue; restart the query from a new " +
+          "checkpoint after changing them")
+    }
+  }
+}

@@ -1,0 +1,235 @@
+package windowsketch.spark
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+import org.apache.spark.sql.{Column, DataFrame, Row}
+import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
+import org.apache.spark.sql.types._
+
+import org.apache.spark.sql.windowsketch.DistinctEstimator
+import windowsketch.core._
+
+/**
+ * One aggregate of [[SlidingWindow]]: a family applied to a column, named in the output.
+ * Build them with [[LiveColumn.count]], [[LiveColumn.sum]], [[LiveColumn.distinct]] and
+ * [[LiveColumn.percentile]]; rename with [[as]].
+ */
+final case class LiveColumn private (
+    family: String,
+    input: Column,
+    name: String,
+    eps: Double,
+    percentages: Seq[Double] = Nil,
+    singlePercentage: Boolean = false) {
+  def as(alias: String): LiveColumn = copy(name = alias)
+}
+
+object LiveColumn {
+  /** Events where `v` is true, with certified bounds: STRUCT(estimate, lower, upper). */
+  def count(v: Column, eps: Double = 0.01): LiveColumn = LiveColumn("count", v, "count", eps)
+
+  /** The sum of non-negative integral `x`, with certified bounds: STRUCT(estimate, lower, upper). */
+  def sum(x: Column, eps: Double = 0.01): LiveColumn = LiveColumn("sum", x, "sum", eps)
+
+  /** Distinct non-NULL values of `x`, as approx_count_distinct with `rsd` gives them: BIGINT. */
+  def distinct(x: Column, rsd: Double = 0.05): LiveColumn = LiveColumn("distinct", x, "distinct", rsd)
+
+  /** The value of numeric `x` at `percentage`, as percentile_approx defines it: DOUBLE. */
+  def percentile(x: Column, percentage: Double, eps: Double): LiveColumn =
+    LiveColumn("percentile", x, "percentile", eps, Seq(percentage), singlePercentage = true)
+
+  /** The values of numeric `x` at `percentages`: ARRAY<DOUBLE>. */
+  def percentile(x: Column, percentages: Seq[Double], eps: Double): LiveColumn =
+    LiveColumn("percentile", x, "percentile", eps, percentages)
+
+  def percentile(x: Column, percentage: Double): LiveColumn = percentile(x, percentage, 0.01)
+}
+
+/**
+ * Live sliding aggregates on a stream, several per key in one state: for each key and each
+ * tick T (a multiple of `every`) once the watermark has passed T, one row with every
+ * aggregate over the window ending at T, final because every row at or before T that is
+ * not late has arrived. The tick rules are `sliding_counts`': a key emits while some
+ * aggregate's window holds inputs, then one last row (counts and sums 0, distinct 0,
+ * percentiles NULL), and its state is dropped once nothing of it is pending.
+ *
+ * Each family brings its in-order structure from `windowsketch.core` (the exponential
+ * histogram, the sum histogram, the sliding HyperLogLog, the percentiles' window) and its
+ * guarantee with it; see [[LiveColumn]] for the output types.
+ */
+object SlidingWindow {
+  private val Name = "sliding_window"
+
+  /** A family's part on the Spark side: its input column, its state and its output. */
+  private sealed trait Family extends Serializable {
+    def aggregate(c: LiveColumn): LiveAggregate
+    /** The input as a column the state function reads (NULL: no input for this row). */
+    def input(c: LiveColumn, dataType: DataType): Column
+    /** The input of row `r` at `i` (not NULL) in the slide's encoding. */
+    def encode(r: Row, i: Int): Long
+    def outputType(c: LiveColumn): DataType
+    /** Reads the aggregate's answer off its slide at a tick, as a Spark value. */
+    def reader(c: LiveColumn): LiveSlide => Any
+  }
+
+  private val BoundsType = StructType(Seq("estimate", "lower", "upper").map(
+    StructField(_, LongType, nullable = false)))
+
+  private def bounds(estimate: Long, lower: Long, upper: Long): Row = Row(estimate, lower, upper)
+
+  private object CountFamily extends Family {
+    def aggregate(c: LiveColumn): LiveAggregate = LiveCountAggregate(c.eps)
+    def input(c: LiveColumn, dataType: DataType): Column = {
+      if (dataType != BooleanType) refuse(c, s"must be BOOLEAN (which rows are events), got ${dataType.sql}")
+      when(c.input, lit(1L))
+    }
+    def encode(r: Row, i: Int): Long = 1L
+    def outputType(c: LiveColumn): DataType = BoundsType
+    def reader(c: LiveColumn): LiveSlide => Any = {
+      case s: LiveCountSlide => bounds(s.histogram.estimate, s.histogram.lowerBound, s.histogram.upperBound)
+    }
+  }
+
+  private object SumFamily extends Family {
+    def aggregate(c: LiveColumn): LiveAggregate = LiveSumAggregate(c.eps)
+    def input(c: LiveColumn, dataType: DataType): Column = dataType match {
+      // A 0 adds nothing: no input, so it keeps no key alive.
+      case ByteType | ShortType | IntegerType | LongType => when(c.input =!= 0, c.input.cast(LongType))
+      case other => refuse(c, s"must be an integral column (non-negative values), got ${other.sql}")
+    }
+    def encode(r: Row, i: Int): Long = {
+      val v = r.getLong(i)
+      if (v < 0) throw new IllegalArgumentException(s"$Name: sum takes non-negative values, got $v")
+      v
+    }
+    def outputType(c: LiveColumn): DataType = BoundsType
+    def reader(c: LiveColumn): LiveSlide => Any = {
+      case s: LiveSumSlide => bounds(s.histogram.estimate, s.histogram.lowerBound, s.histogram.upperBound)
+    }
+  }
+
+  private object DistinctFamily extends Family {
+    def aggregate(c: LiveColumn): LiveAggregate = LiveDistinctAggregate(c.eps)
+    // Spark's own hash and seed, as approx_count_distinct: the same registers.
+    def input(c: LiveColumn, dataType: DataType): Column = when(c.input.isNotNull, xxhash64(c.input))
+    def encode(r: Row, i: Int): Long = r.getLong(i)
+    def outputType(c: LiveColumn): DataType = LongType
+    def reader(c: LiveColumn): LiveSlide => Any = {
+      val estimator = new DistinctEstimator(c.eps)
+      val read: LiveSlide => Any = {
+        case s: LiveDistinctSlide =>
+          if (s.isEmpty) 0L
+          else { val (zInverse, zeros) = s.sketch.registerSums; estimator.estimate(zInverse, zeros) }
+      }
+      read
+    }
+  }
+
+  private object PercentileFamily extends Family {
+    def aggregate(c: LiveColumn): LiveAggregate = LivePercentileAggregate(c.eps, c.percentages)
+    def input(c: LiveColumn, dataType: DataType): Column = dataType match {
+      case _: NumericType => c.input.cast(DoubleType)
+      case other => refuse(c, s"must be numeric, got ${other.sql}")
+    }
+    def encode(r: Row, i: Int): Long = java.lang.Double.doubleToRawLongBits(r.getDouble(i))
+    def outputType(c: LiveColumn): DataType =
+      if (c.singlePercentage) DoubleType else ArrayType(DoubleType, containsNull = false)
+    def reader(c: LiveColumn): LiveSlide => Any = {
+      val single = c.singlePercentage
+      val read: LiveSlide => Any = {
+        case s: LivePercentileSlide =>
+          val values = s.answer
+          if (values == null) null else if (single) values(0) else values.toSeq
+      }
+      read
+    }
+  }
+
+  private val Families: Map[String, Family] = Map(
+    "count" -> CountFamily, "sum" -> SumFamily, "distinct" -> DistinctFamily,
+    "percentile" -> PercentileFamily)
+
+  private def refuse(c: LiveColumn, problem: String): Nothing =
+    throw new IllegalArgumentException(s"$Name: ${c.family} `${c.name}`: its column $problem")
+
+  /**
+   * @param events     a streaming DataFrame with the key columns, `ts` and the aggregates' inputs
+   * @param keys       the key columns
+   * @param ts         a TIMESTAMP column carrying a watermark, or an integral column of
+   *                   positions (then `lateness`)
+   * @param window     an interval string for a TIMESTAMP `ts` (inclusive `[T - window, T]`),
+   *                   a number of positions otherwise (`(T - window, T]`)
+   * @param every      the tick spacing, in the same units as `window`
+   * @param aggregates the aggregates, each named by its `name` in the output
+   */
+  def apply(
+      events: DataFrame,
+      keys: Seq[String],
+      ts: String,
+      window: String,
+      every: String,
+      aggregates: Seq[LiveColumn],
+      lateness: Option[String] = None): DataFrame = {
+    val in = new LiveInput(Name, events, keys, ts, window, every, lateness,
+      "the approx_window_* functions")
+    require(aggregates.nonEmpty, s"$Name: give at least one aggregate")
+    val taken = (keys :+ "window_end").toSet
+    aggregates.groupBy(_.name).collect { case (name, same) if same.size > 1 || taken(name) => name }
+      .headOption.foreach { name =>
+        throw new IllegalArgumentException(s"$Name: two output columns are named `$name`: " +
+          "give each aggregate its own name with .alias(...)")
+      }
+    val families = aggregates.map(c => Families.getOrElse(c.family, throw new IllegalArgumentException(
+      s"$Name: unknown aggregate family ${c.family} (known: ${Families.keys.toSeq.sorted.mkString(", ")})")))
+    val inputs = aggregates.zip(families).map { case (c, f) => f.input(c, in.typeOf(c.input)) }
+    val (axisWindow, axisEvery) = (in.window, in.every)
+    val specs = aggregates.zip(families).map { case (c, f) =>
+      // A slide made now checks the parameters here, not in the first micro-batch.
+      try { val a = f.aggregate(c); a.newSlide(axisWindow); a }
+      catch { case e: IllegalArgumentException => throw new IllegalArgumentException(
+        s"$Name: ${c.family} `${c.name}`: ${e.getMessage.stripPrefix("requirement failed: ")}") }
+    }.toIndexedSeq
+    val outFields = aggregates.zip(families).map { case (c, f) => StructField(c.name, f.outputType(c)) }
+    val (time, first, states, count) = (in.timeIndex, in.firstExtra, in.states, aggregates.length)
+    val familyArray = families.toArray
+    val readers = aggregates.zip(families).map { case (c, f) => f.reader(c) }.toArray
+    in.run(inputs, outFields) { (key, rows, bytes, upTo, out) =>
+      val live = bytes.fold(new LiveWindow(axisWindow, axisEvery, specs)) { b =>
+        states.read(key, "live window")(LiveWindow.fromBytes(axisWindow, axisEvery, specs, b))
+      }
+      rows.foreach { r =>
+        val t = r.getLong(time)
+        var i = 0
+        while (i < count) {
+          if (!r.isNullAt(first + i)) live.add(t, i, familyArray(i).encode(r, first + i))
+          i += 1
+        }
+      }
+      live.advance(upTo, tick => out += Row.fromSeq(key.toSeq ++ (tick +: readers.indices.map(
+        i => readers(i)(live.slides(i))))))
+      if (live.isLive) Some((live.toBytes, live.nextTick)) else None
+    }
+  }
+
+  /**
+   * The operator from a JSON description, as Python and Spark Connect clients send it:
+   * `{"key": [...], "ts": ..., "window": ..., "every": ..., "lateness": ... or null,
+   * "aggregates": [{"family", "name", "input" (a column of `events`), "eps",
+   * "percentages" (for percentile), "single" (one percentage: a DOUBLE result)}]}`.
+   */
+  def fromJson(events: DataFrame, json: String): DataFrame = {
+    val spec = new ObjectMapper().readTree(json)
+    def text(node: JsonNode, field: String): String = Option(node.get(field)).filter(!_.isNull)
+      .map(_.asText).getOrElse(throw new IllegalArgumentException(s"$Name: missing `$field`"))
+    // By index: one source for Scala 2.12 and 2.13, whose Java converters differ.
+    def items(node: JsonNode): Seq[JsonNode] = if (node == null) Nil else (0 until node.size).map(node.get)
+    val aggregates = items(spec.get("aggregates")).map { a =>
+      LiveColumn(text(a, "family"), col(text(a, "input")), text(a, "name"), a.get("eps").asDouble,
+        items(a.get("percentages")).map(_.asDouble),
+        Option(a.get("single")).exists(_.asBoolean))
+    }
+    apply(events, items(spec.get("key")).map(_.asText), text(spec, "ts"),
+      text(spec, "window"), text(spec, "every"), aggregates,
+      Option(spec.get("lateness")).filter(!_.isNull).map(_.asText))
+  }
+}

@@ -1,0 +1,333 @@
+"""windowsketch.streaming.sliding_window end to end: every family and a mix in one query,
+micro-batches from files, a restart from the checkpoint mid-stream, every emitted row of
+every key against a brute force over its window (none lost, none twice), state rows equal
+to live keys after every batch, late rows dropped, positions, a state the operator cannot
+read, and the errors."""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+from live_reference import tick_at_or_after
+from test_sliding_counts import BASE, DELAY_S, EVERY_S, US, WINDOW_S, WINDOW_UNITS, micros, \
+    micros_of, write_in_order
+from windowsketch import live
+from windowsketch.streaming import sliding_counts, sliding_window
+
+EPS = 0.05
+SCHEMA = "key STRING, ts TIMESTAMP, status INT, client STRING, latency DOUBLE, bytes BIGINT"
+SENTINEL_S = 10 * 3600
+
+
+def churn(rng, n_keys=20, n_batches=8):
+    """Keys live for a few windows; each row feeds some of the aggregates (404 or not,
+    NULL clients, latencies and byte counts), shuffled within the watermark's delay."""
+    rows = []
+    for k in range(n_keys):
+        start = int(rng.integers(0, 2 * 3600))
+        life = int(rng.integers(60, 2 * WINDOW_S))
+        for s in rng.integers(0, life, int(rng.integers(5, 50))):
+            rows.append({
+                "key": f"k{k}", "second": start + int(s),
+                "status": 404 if rng.random() < 0.4 else 200,
+                "client": None if rng.random() < 0.3 else f"c{int(rng.integers(0, 12))}",
+                "latency": None if rng.random() < 0.3 else round(float(rng.gamma(2.0, 50.0)), 1),
+                "bytes": None if rng.random() < 0.2 else int(rng.integers(0, 5000))})
+    rows.sort(key=lambda r: r["second"] + rng.integers(0, DELAY_S))
+    batches = [list(b) for b in np.array_split(np.array(rows, dtype=object), n_batches)]
+    late = {"key": "k0", "second": 3, "status": 404, "client": "late", "latency": 1.0,
+            "bytes": 1}
+    batches[n_batches // 2].append(late)
+    return batches
+
+
+def sentinel():
+    return {"key": "sentinel", "second": SENTINEL_S, "status": 200, "client": None,
+            "latency": None, "bytes": None}
+
+
+def write(directory, i, rows):
+    write_in_order(os.path.join(directory, f"{i:04d}.json"), [json.dumps({
+        **{k: v for k, v in r.items() if k != "second"},
+        "ts": (BASE + datetime.timedelta(seconds=r["second"])).isoformat()}) for r in rows], i)
+
+
+def aggregates():
+    return [live.count(F.col("status") == 404, eps=EPS).alias("n404"),
+            live.sum("bytes", eps=EPS).alias("bytes"),
+            live.distinct("client"),
+            live.percentile("latency", [0.5, 0.99]).alias("latency"),
+            live.percentile("latency", 0.9).alias("p90")]
+
+
+def start(spark, source, checkpoint, out):
+    events = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(source)
+              .withWatermark("ts", f"{DELAY_S} seconds"))
+    windowed = sliding_window(events, key="key", ts="ts", window=f"{WINDOW_S} seconds",
+                              every=f"{EVERY_S} seconds", aggregates=aggregates())
+    return (windowed.writeStream.option("checkpointLocation", checkpoint)
+            .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+
+
+def inputs(r):
+    """Which aggregates a row feeds: a 404, a positive byte count (a 0 adds nothing to a
+    sum), a client, a latency."""
+    return (r["status"] == 404, (r["bytes"] or 0) > 0, r["client"] is not None,
+            r["latency"] is not None)
+
+
+def rank_value(values, p):
+    """percentile_approx's value at p over exactly these values (rank ceil(p n), from 1)."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(p * len(ordered)) - 1, 0)]
+
+
+def expected_ticks(times, up_to):
+    """The ticks a key emits: each whose window holds an input, and the first empty one
+    after such a run."""
+    times = np.sort(np.asarray(times, dtype=np.int64))
+    out, previous = [], False
+    tick = tick_at_or_after(int(times[0]), EVERY_S * US)
+    while tick <= up_to:
+        held = bool(np.any((times <= tick) & (times > tick - WINDOW_UNITS)))
+        if held or previous:
+            out.append((tick, held))
+        if held:
+            tick += EVERY_S * US
+        else:
+            later = times[times > tick]
+            if len(later) == 0:
+                break
+            tick = tick_at_or_after(int(later[0]), EVERY_S * US)
+        previous = held
+    return out
+
+
+def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
+    rng = np.random.default_rng(20261124)
+    batches = churn(rng)
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    os.makedirs(source)
+    out, progress = [], []
+    half = len(batches) // 2
+    for last, part in ((False, batches[:half]), (True, batches[half:])):  # 2 queries, 1 checkpoint
+        first = len(os.listdir(source))
+        for i, rows in enumerate(part):
+            write(source, first + i, rows)
+        if last:  # the sentinel moves the watermark past every tick; the batch after uses it
+            write(source, len(batches), [sentinel()])
+            write(source, len(batches) + 1, [sentinel()])
+        query = start(spark, source, checkpoint, out)
+        query.processAllAvailable()
+        progress += [p for p in query.recentProgress if p["stateOperators"]]
+        query.stop()
+
+    # The rows that were not late, by file, as the watermark before each file saw them.
+    newest = None
+    accepted_by_file = []
+    for rows in batches + [[sentinel()]] * 2:
+        mark = -(2**62) if newest is None else newest - DELAY_S * US
+        accepted_by_file.append([r for r in rows if micros(r["second"]) > mark])
+        newest = max([micros(r["second"]) for r in rows] + ([newest] if newest else []))
+    accepted: dict[str, list[dict]] = {}
+    for rows in accepted_by_file:
+        for r in rows:
+            if any(inputs(r)):
+                accepted.setdefault(r["key"], []).append(r)
+    final = newest - DELAY_S * US
+    got: dict[str, list] = {}
+    for r in out:
+        got.setdefault(r.key, []).append(r)
+    assert set(got) == set(accepted)
+
+    # Spark's approx_count_distinct over each emitted window's clients: what `distinct`
+    # must equal, row for row.
+    windows = [(key, micros_of(r.window_end), c["client"]) for key, rows in got.items()
+               for r in rows for c in accepted[key]
+               if c["client"] is not None and micros_of(r.window_end) - WINDOW_UNITS
+               < micros(c["second"]) <= micros_of(r.window_end)]
+    hll = {(r.key, r.t): r.n for r in spark.createDataFrame(
+        windows, "key STRING, t BIGINT, client STRING").groupBy("key", "t").agg(
+        F.approx_count_distinct("client", 0.05).alias("n")).collect()}
+
+    checked = 0
+    for key, rows in accepted.items():
+        times = [micros(r["second"]) for r in rows]
+        emitted = sorted(got[key], key=lambda r: r.window_end)
+        expected = expected_ticks(times, final)
+        assert [micros_of(r.window_end) for r in emitted] == [t for t, _ in expected], key
+        for row in emitted:
+            tick = micros_of(row.window_end)
+            window = [r for r in rows if tick - WINDOW_UNITS < micros(r["second"]) <= tick]
+            n404 = sum(1 for r in window if r["status"] == 404)
+            total = sum(r["bytes"] or 0 for r in window)
+            for got_bounds, exact in ((row.n404, n404), (row.bytes, total)):
+                assert got_bounds.lower <= exact <= got_bounds.upper, (key, tick)
+                assert abs(got_bounds.estimate - exact) <= EPS * exact, (key, tick)
+            assert row.distinct == hll.get((key, tick), 0), (key, tick)
+            latencies = [r["latency"] for r in window if r["latency"] is not None]
+            if latencies:
+                assert row.latency == [rank_value(latencies, 0.5), rank_value(latencies, 0.99)]
+                assert row.p90 == rank_value(latencies, 0.9)
+            else:
+                assert row.latency is None and row.p90 is None
+            checked += 1
+        last = emitted[-1]
+        assert (last.n404.upper, last.bytes.upper, last.distinct, last.latency) == (0, 0, 0, None)
+    assert checked > 300 and max(r.distinct for r in out) >= 5
+
+    # After every micro-batch the state rows are the live keys: some input in the window
+    # of the last tick the watermark has passed, or after it.
+    for p in progress:
+        files = int(re.search(r"logOffset\D+(\d+)", str(p["sources"][0]["endOffset"])).group(1))
+        mark = micros_of(datetime.datetime.fromisoformat(p["eventTime"]["watermark"][:-1]))
+        tick = mark // (EVERY_S * US) * EVERY_S * US
+        arrived: dict[str, list[int]] = {}
+        for rows in accepted_by_file[:files + 1]:
+            for r in rows:
+                if any(inputs(r)):
+                    arrived.setdefault(r["key"], []).append(micros(r["second"]))
+        keys_live = sum(1 for ts in arrived.values()
+                        if max(ts) > tick or any(tick - WINDOW_UNITS < t <= tick for t in ts))
+        assert p["stateOperators"][0]["numRowsTotal"] == keys_live, (p["batchId"], keys_live)
+    assert progress[-1]["stateOperators"][0]["numRowsTotal"] == 0
+    dropped = sum(p["stateOperators"][0].get("numRowsDroppedByWatermark", 0) for p in progress)
+    assert dropped == 1
+
+
+def run_positions(spark, tmp_path, batches, aggregates, schema="k STRING, pos BIGINT, x BIGINT"):
+    source = str(tmp_path / "in")
+    os.makedirs(source, exist_ok=True)
+    for i, rows in enumerate(batches):
+        write_in_order(os.path.join(source, f"{i}.json"), [json.dumps(r) for r in rows], i)
+    events = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(source)
+    windowed = sliding_window(events, "k", "pos", window=10, every=5, aggregates=aggregates,
+                              lateness=2)
+    out: list = []
+    query = (windowed.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
+             .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    return out
+
+
+def test_integral_positions_with_a_sum_and_a_median(spark, tmp_path):
+    rows = [(1, 5), (2, None), (3, 7), (9, 1), (12, 4), (11, 0), (30, 9)]
+    batches = [[{"k": "a", "pos": p, "x": x} for p, x in rows],
+               [{"k": "z", "pos": 1000, "x": None}], [{"k": "z", "pos": 1001, "x": None}]]
+    out = run_positions(spark, tmp_path, batches, [live.sum("x"), live.percentile("x", 0.5)])
+    got = sorted((r.window_end, r.sum.estimate, r.percentile) for r in out if r.k == "a")
+    # (T - 10, T]: 5 -> {5, 7}; 10 -> {5, 7, 1}; 15 -> {1, 4, 0}; 20 -> {4, 0}; 25 -> none
+    # (the last row); 30 -> {9}; 35 -> {9}; 40 -> none.
+    assert got == [(5, 12, 5.0), (10, 13, 5.0), (15, 5, 1.0), (20, 4, 0.0), (25, 0, None),
+                   (30, 9, 9.0), (35, 9, 9.0), (40, 0, None)]
+
+
+def test_a_negative_sum_value_stops_the_query_naming_it(spark, tmp_path):
+    batches = [[{"k": "a", "pos": 1, "x": 3}, {"k": "a", "pos": 2, "x": -4}]]
+    with pytest.raises(Exception, match=r"sliding_window: sum takes non-negative values, got -4"):
+        run_positions(spark, tmp_path, batches, [live.sum("x")])
+
+
+def test_a_state_the_operator_cannot_read_stops_the_query_naming_the_key(spark, tmp_path):
+    """A checkpoint written by sliding_counts, restarted as sliding_window: the state
+    store's values do not decode, and the query says so, naming the key (never a row)."""
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    os.makedirs(source)
+    write_in_order(os.path.join(source, "0.json"),
+                   [json.dumps({"k": "host-7", "pos": p}) for p in (1, 2, 3)], 0)
+    events = spark.readStream.schema("k STRING, pos BIGINT").json(source)
+    out: list = []
+    for operator in (lambda e: sliding_counts(e, "k", "pos", 10, 5, lateness=2),
+                     lambda e: sliding_window(e, "k", "pos", 10, 5, [live.count(F.lit(True))],
+                                              lateness=2)):
+        query = (operator(events).writeStream.option("checkpointLocation", checkpoint)
+                 .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+        if out:  # the second query reads the first one's state on its next batch
+            write_in_order(os.path.join(source, "1.json"),
+                           [json.dumps({"k": "host-7", "pos": 40})], 1)
+            with pytest.raises(Exception, match=re.escape(
+                    "sliding_window: the live window state of key (k=host-7) in the state "
+                    "store does not decode (invalid sketch bytes: not a live window state)")):
+                query.processAllAvailable()
+        else:
+            query.processAllAvailable()
+        query.stop()
+    assert len(out) == 0  # the first query's ticks wait for a watermark past them
+
+
+@pytest.fixture(scope="module")
+def stream(spark, tmp_path_factory):
+    source = str(tmp_path_factory.mktemp("in"))
+    return (spark.readStream.schema("key STRING, ts TIMESTAMP, n INT, s STRING, b BOOLEAN")
+            .json(source).withWatermark("ts", "1 minute"))
+
+
+def window_of(*aggregates, **kwargs):
+    return lambda s: sliding_window(s, "key", "ts", "10 minutes", "1 minute", list(aggregates),
+                                    **kwargs)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (window_of(live.count("n")), ValueError,
+     "sliding_window: count `count`: its column must be BOOLEAN (which rows are events), got INT"),
+    (window_of(live.sum("s")), ValueError,
+     "sliding_window: sum `sum`: its column must be an integral column (non-negative values), "
+     "got STRING"),
+    (window_of(live.percentile("s", 0.5)), ValueError,
+     "sliding_window: percentile `percentile`: its column must be numeric, got STRING"),
+    (window_of(live.count("b"), live.count("b")), ValueError,
+     "sliding_window: two output columns are named `count`: give each aggregate its own name"),
+    (window_of(live.count("b").alias("key")), ValueError,
+     "sliding_window: two output columns are named `key`"),
+    (window_of(live.count("b", eps=1.5)), ValueError,
+     "sliding_window: count `count`: eps must be in [1.0E-4, 1), got 1.5"),
+    (window_of(live.distinct("s", rsd=0.5)), ValueError,
+     "sliding_window: distinct `distinct`: rsd must be in [0.01, 0.39], got 0.5"),
+    (window_of(live.count("nope")), Exception, "nope"),
+    (lambda s: sliding_window(s, "key", "ts", "10 minutes", "1 minute", []), TypeError,
+     "`aggregates` must be a non-empty list of windowsketch.live aggregates"),
+    (lambda s: sliding_window(s, "key", "ts", "10 minutes", "1 minute", live.count("b")),
+     TypeError, "`aggregates` must be a list of windowsketch.live aggregates"),
+    (lambda s: live.percentile("n", 1.5), ValueError,
+     "`percentage` must be a number in [0, 1] or a non-empty list of them, got 1.5"),
+    (lambda s: live.count("b", eps="tight"), TypeError, "`eps` must be a number, got 'tight'"),
+    (lambda s: sliding_window(s.drop("ts").withColumn("ts", F.current_timestamp()), "key", "ts",
+                              "10 minutes", "1 minute", [live.count("b")]), ValueError,
+     "sliding_window: the events need a watermark on `ts` (ts)"),
+])
+def test_bad_arguments_are_named(stream, call, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        call(stream)
+
+
+def test_a_table_is_refused_with_the_functions_to_use(spark):
+    table = spark.createDataFrame([("a", BASE, True)], "key STRING, ts TIMESTAMP, b BOOLEAN")
+    with pytest.raises(ValueError, match=re.escape(
+            "sliding_window needs a streaming DataFrame; for a table, use the approx_window_* "
+            "functions in a window frame")):
+        sliding_window(table, "key", "ts", "10 minutes", "1 minute", [live.count("b")])
+
+
+@pytest.mark.parametrize("operator", ["sliding_window", "sliding_counts"])
+def test_update_mode_is_refused_saying_to_use_append(stream, operator, tmp_path):
+    if operator == "sliding_window":
+        frame = sliding_window(stream, "key", "ts", "10 minutes", "1 minute", [live.count("b")])
+    else:
+        frame = sliding_counts(stream, "key", "ts", "10 minutes", "1 minute")
+    with pytest.raises(ValueError, match=re.escape(
+            f"{operator} emits final rows, each (key, window_end) once: write it in append "
+            "mode (the default), not 'update'")):
+        frame.writeStream.outputMode("update")
+    query = (frame.writeStream.outputMode("append").format("memory").queryName(operator)
+             .option("checkpointLocation", str(tmp_path)).start())
+    query.stop()
