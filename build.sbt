@@ -57,6 +57,9 @@ lazy val root = (project in file("."))
     }.taskValue,
     Test / scalaSource := baseDirectory.value / "scala" / "src" / "test" / "scala",
     libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+    // The Spark Connect relation plugin (scala-spark-4): Spark 4's server ships in pyspark.
+    libraryDependencies ++= (if (sparkLine == "3.5") Nil
+      else Seq("org.apache.spark" %% "spark-connect" % sparkVersion % Provided)),
     scalacOptions ++= Seq("-release", javaRelease, "-deprecation", "-feature", "-Werror"),
     Compile / packageBin / artifactPath :=
       baseDirectory.value / "python" / "windowsketch" / "jars" /

@@ -748,14 +748,16 @@ def stored_sketches(spark, sizes, report, workdir):
 def live_counts(spark, sizes, report, workdir):
     """Key churn on a stream: every key lives a few minutes of event time in a day, with a
     1-hour window and 1-minute ticks. State rows and bytes after every micro-batch and the
-    micro-batch time, for sliding_counts, the plain per-key aggregation and Spark's exact
-    sliding-window count with the same watermark."""
+    micro-batch time, for sliding_counts, sliding_window with every family, the plain
+    per-key aggregation, Spark's exact sliding-window count with the same watermark and
+    Spark's own keyed count (the floor for a keyed stateful stream)."""
     import shutil
 
     from pyspark.sql import functions as F
 
+    from windowsketch import live
     from windowsketch.functions import approx_window_count
-    from windowsketch.streaming import sliding_counts
+    from windowsketch.streaming import sliding_counts, sliding_window
 
     span, batches, life = 24 * 3600, 12, 300
     source = os.path.join(workdir, "churn-in")
@@ -767,23 +769,31 @@ def live_counts(spark, sizes, report, workdir):
          .selectExpr(f"id * {span / sizes.churn_events} + rand({b}) AS t")
          .selectExpr(f"CAST(GREATEST(t - rand({b + 100}) * {life}, 0) * "
                      f"{sizes.churn_keys / span} AS BIGINT) AS key",
-                     "timestamp_seconds(CAST(1704067200 + t AS DECIMAL(18, 6))) AS ts")
+                     "timestamp_seconds(CAST(1704067200 + t AS DECIMAL(18, 6))) AS ts",
+                     f"CAST(rand({b + 200}) * 1000 AS BIGINT) AS x")
          .write.parquet(staging))
         part = next(f for f in os.listdir(staging) if f.endswith(".parquet"))
         target = os.path.join(source, f"batch-{b:03d}.parquet")
         shutil.move(os.path.join(staging, part), target)
         os.utime(target, (1_700_000_000 + b, 1_700_000_000 + b))
-    events = (spark.readStream.schema("key BIGINT, ts TIMESTAMP").option("maxFilesPerTrigger", 1)
-              .parquet(source).withWatermark("ts", "1 minute"))
+    events = (spark.readStream.schema("key BIGINT, ts TIMESTAMP, x BIGINT")
+              .option("maxFilesPerTrigger", 1).parquet(source).withWatermark("ts", "1 minute"))
+    every_family = [live.count(F.lit(True)), live.sum("x"), live.distinct("x"),
+                    live.percentile("x", [0.5, 0.99])]
+    live_operators = ("sliding_counts", "sliding_window: count, sum, distinct, p50 and p99")
     queries = {
-        "sliding_counts": (sliding_counts(events, "key", "ts", "1 hour", "1 minute"), "append"),
+        live_operators[0]: (sliding_counts(events, "key", "ts", "1 hour", "1 minute"), "append"),
+        live_operators[1]: (sliding_window(events, "key", "ts", "1 hour", "1 minute",
+                                           every_family), "append"),
+        "Spark's groupBy(key).count() (the keyed stateful floor)": (
+            events.groupBy("key").count(), "update"),
         "groupBy(key).agg(approx_window_count)": (events.groupBy("key").agg(
             approx_window_count(F.lit(True), "ts", "1 hour").alias("n")), "update"),
         "exact: groupBy(window(ts, '1 hour', '1 minute'), key)": (events.groupBy(
             F.window("ts", "1 hour", "1 minute"), "key").count(), "update"),
     }
     lines = []
-    sliding_rows: list[int] = []
+    live_rows: dict[str, list[int]] = {}
     for name, (df, mode) in queries.items():
         query = (df.writeStream.outputMode(mode)
                  .foreachBatch(lambda batch, _: batch.write.format("noop").mode("overwrite").save())
@@ -795,8 +805,8 @@ def live_counts(spark, sizes, report, workdir):
         state_bytes = [p["stateOperators"][0]["memoryUsedBytes"] for p in progress]
         batch_s = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
         events_per_s = sum(p["numInputRows"] for p in progress) / sum(batch_s)
-        if name == "sliding_counts":
-            sliding_rows = rows
+        if name in live_operators:
+            live_rows[name] = rows
         lines.append((name, f"{np.median(rows):,.0f}", f"{max(rows):,}",
                       megabytes(max(state_bytes)), f"{np.median(batch_s):.2f}",
                       f"{events_per_s:,.0f}"))
@@ -821,9 +831,11 @@ def live_counts(spark, sizes, report, workdir):
                            .select("key").distinct().count())
     live_keys = float(np.median(live_counts))
     report.add("live", "keys live after a batch (counted)", "median", live_keys, "keys")
-    gap = max(abs(a - b) for a, b in zip(sliding_rows, live_counts)) if (
-        len(sliding_rows) == len(live_counts)) else -1
-    report.add("live", "sliding_counts", "largest |state rows - live keys| over batches",
+    # Every row of every key is an event of every family but the sum (x may be 0), so both
+    # live operators' keys are live exactly when they hold an event.
+    gap = max(max(abs(a - b) for a, b in zip(rows, live_counts)) if len(rows) == len(live_counts)
+              else -1 for rows in live_rows.values())
+    report.add("live", "live operators", "largest |state rows - live keys| over batches",
                gap, "rows", "-1: the batch counts differ")
     report.table(
         f"Live counts under key churn: {sizes.churn_keys:,} keys, {sizes.churn_events:,} "
@@ -833,7 +845,7 @@ def live_counts(spark, sizes, report, workdir):
          "events/s"], lines,
         f"Live keys after a data batch, counted from the events (an event in the window of "
         f"the last tick the batch emitted, or after that tick): median {live_keys:,.0f}; "
-        f"`sliding_counts`' state rows differ from it by at most {gap} after any batch. "
+        f"the live operators' state rows differ from it by at most {gap} after any batch. "
         "State rows and bytes as the state store reports them "
         "after each micro-batch (memoryUsedBytes); events/s over the data batches.")
 

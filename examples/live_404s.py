@@ -1,12 +1,14 @@
-"""Live monitoring: 404s per host in the last 10 minutes, every minute, and alerts.
+"""Live monitoring: per host, every minute, over the last 10 minutes: 404s, bytes sent,
+distinct URLs and the median and p99 response size; or alerts on the 404s.
 
     python examples/live_404s.py [--hours N] [--alert-above X]
 
 replays the NASA-HTTP access log of 1995-08-01 (../shared/data) as a stream, one file per
-10 minutes of log, and runs windowsketch.streaming.sliding_counts on it: a row per host per
-minute while the host has 404s in its window, a last row with 0 when they stop, and the
-host's state gone after that. With --alert-above, only the crossings: a host whose 404s
-certainly exceed X in 10 minutes, and when they are certainly back at or under X.
+10 minutes of log, and runs windowsketch.streaming.sliding_window on it: a row per host per
+minute while the host has requests in its window, a last row when they stop, and the
+host's state gone after that. With --alert-above, windowsketch.streaming.sliding_counts
+emits only the crossings: a host whose 404s certainly exceed X in 10 minutes, and when
+they are certainly back at or under X.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import windowsketch
-from windowsketch.streaming import sliding_counts
+from windowsketch import live
+from windowsketch.streaming import sliding_counts, sliding_window
 
 LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
                    "nasa_http_1995-08-01.tsv.gz")
@@ -44,7 +47,8 @@ def replay_as_files(directory: str, hours: float) -> int:
                 break
             ts = datetime.datetime.fromtimestamp(t, datetime.timezone.utc).replace(tzinfo=None)
             files.setdefault((t - start) // FILE_SPAN, []).append(json.dumps(
-                {"host": row["host"], "ts": ts.isoformat(), "status": int(row["response"])}))
+                {"host": row["host"], "ts": ts.isoformat(), "status": int(row["response"]),
+                 "url": row["url"], "bytes": int(row["bytes"]) if row["bytes"].isdigit() else None}))
     for i, lines in sorted(files.items()):
         path = os.path.join(directory, f"{i:04d}.json")
         with open(path, "w") as out:
@@ -55,12 +59,21 @@ def replay_as_files(directory: str, hours: float) -> int:
 
 def start(spark, input_dir: str, checkpoint_dir: str, on_batch, alert_above=None):
     """The live query; `on_batch(rows)` receives each micro-batch's final rows."""
-    events = (spark.readStream.schema("host STRING, ts TIMESTAMP, status INT")
+    events = (spark.readStream.schema("host STRING, ts TIMESTAMP, status INT, url STRING, "
+                                      "bytes BIGINT")
               .option("maxFilesPerTrigger", 1).json(input_dir)
               .withWatermark("ts", "1 minute"))
-    live = sliding_counts(events, key="host", ts="ts", window="10 minutes", every="1 minute",
-                          v=F.col("status") == 404, eps=0.01, alert_above=alert_above)
-    return (live.writeStream.option("checkpointLocation", checkpoint_dir)
+    if alert_above is not None:
+        rows = sliding_counts(events, key="host", ts="ts", window="10 minutes", every="1 minute",
+                              v=F.col("status") == 404, eps=0.01, alert_above=alert_above)
+    else:
+        rows = sliding_window(events, key="host", ts="ts", window="10 minutes", every="1 minute",
+                              aggregates=[live.count(F.lit(True)).alias("requests"),
+                                          live.count(F.col("status") == 404).alias("n404"),
+                                          live.sum("bytes"),
+                                          live.distinct("url").alias("urls"),
+                                          live.percentile("bytes", [0.5, 0.99]).alias("size")])
+    return (rows.writeStream.option("checkpointLocation", checkpoint_dir)
             .foreachBatch(lambda batch, _: on_batch(batch.collect())).start())
 
 

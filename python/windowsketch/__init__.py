@@ -25,11 +25,16 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __version__ = "0.1.0"
-__all__ = ["EXTENSIONS_CLASS", "UnsupportedSparkVersion", "__version__", "bundled_lines",
+__all__ = ["CONNECT_RELATION_PLUGIN", "EXTENSIONS_CLASS", "UnsupportedSparkVersion", "__version__",
+           "bundled_lines",
            "configure", "jar_path", "register"]
 
 #: The SparkSessionExtensions class to put in ``spark.sql.extensions``.
 EXTENSIONS_CLASS = "windowsketch.spark.WindowSketchExtensions"
+
+#: The Spark Connect relation plugin (Spark 4) that builds live operators for Connect
+#: clients, for ``spark.connect.extensions.relation.classes``.
+CONNECT_RELATION_PLUGIN = "org.apache.spark.sql.windowsketch.SlidingWindowRelationPlugin"
 
 _REGISTRAR_CLASS = "windowsketch.spark.WindowSketch"
 _LINE_CHECK_CLASS = "windowsketch.spark.SparkLineCheck"
@@ -99,14 +104,20 @@ def configure(builder: "SparkSession.Builder") -> "SparkSession.Builder":
         spark = windowsketch.configure(SparkSession.builder.master("local[2]")).getOrCreate()
 
     For Spark Connect with a local server, ``SparkSession.builder.remote("local[2]")``,
-    the same settings reach the server it starts. A remote Connect server needs them in
-    its own configuration (``--jars`` and ``--conf spark.sql.extensions=...``).
+    the same settings reach the server it starts. On Spark 4 it also adds the Connect
+    relation plugin that serves :func:`windowsketch.streaming.sliding_window` to Connect
+    clients (``spark.connect.extensions.relation.classes``). A remote Connect server needs
+    these in its own configuration (``--jars``, ``--conf spark.sql.extensions=...`` and
+    ``--conf spark.connect.extensions.relation.classes=...``).
     """
     options = getattr(builder, "_options", {})
     builder.config("spark.jars", _append_conf(options.get("spark.jars"), jar_path()))
     builder.config(
         "spark.sql.extensions",
         _append_conf(options.get("spark.sql.extensions"), EXTENSIONS_CLASS))
+    if find(_local_spark_version()).line != "3.5":  # 3.5's plugin interface is another
+        builder.config("spark.connect.extensions.relation.classes", _append_conf(
+            options.get("spark.connect.extensions.relation.classes"), CONNECT_RELATION_PLUGIN))
     return builder
 
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import NoReturn, Optional, Sequence, Union
+from typing import Any, NoReturn, Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from windowsketch import _require_built_line, _scala_object
 from windowsketch.live import LiveAggregate
@@ -25,6 +24,7 @@ __all__ = ["sliding_counts", "sliding_window"]
 _OPERATOR_CLASS = "windowsketch.spark.SlidingCounts"
 _WINDOW_OPERATOR_CLASS = "windowsketch.spark.SlidingWindow"
 _INPUT_COLUMN = "__windowsketch_input_{}"
+_CONNECT_TYPE_URL = "type.googleapis.com/windowsketch.SlidingWindow"
 _EVENT_COLUMN = "__windowsketch_is_event"
 Span = Union[int, datetime.timedelta, str]
 
@@ -170,9 +170,9 @@ def sliding_window(
     Raises:
         ValueError: not a streaming DataFrame, no watermark, a bad window, ``every`` or
             parameter, a column of the wrong type, or two outputs with one name.
-        RuntimeError: under Spark Connect.
+        RuntimeError: under Spark Connect on Spark 3.5 (Spark 4's Connect server runs it
+            through windowsketch's relation plugin, which ``windowsketch.configure`` enables).
     """
-    _require_classic(events, "sliding_window")
     keys = _keys(key, ts)
     if isinstance(aggregates, LiveAggregate) or not isinstance(aggregates, (list, tuple)):
         raise TypeError(f"`aggregates` must be a list of windowsketch.live aggregates, got "
@@ -193,6 +193,12 @@ def sliding_window(
                        "lateness": None if lateness is None else str(lateness),
                        "aggregates": specs})
     spark = events.sparkSession
+    if getattr(events, "_jdf", None) is None:
+        if int(spark.version.split(".")[0]) < 4:
+            raise RuntimeError(
+                "sliding_window under Spark Connect needs Spark 4 (its relation plugin); on "
+                "Spark 3.5 run the streaming job with a classic session")
+        return _final_rows(_connect_sliding_window(events, spec), "sliding_window")
     _require_built_line(spark)
     operator = _scala_object(spark, _WINDOW_OPERATOR_CLASS)
     try:
@@ -202,19 +208,68 @@ def sliding_window(
     return _final_rows(DataFrame(windowed, spark), "sliding_window")
 
 
-class _AppendOnlyWriter(DataStreamWriter):
-    """A live operator's writer: its rows are final, each emitted once, so append is the
-    mode; Spark's own refusal of update mode names an operator the user never wrote."""
+def _connect_sliding_window(events: DataFrame, spec: str) -> DataFrame:
+    """sliding_window for a Spark Connect client: a relation extension the server's plugin
+    (``windowsketch.CONNECT_RELATION_PLUGIN``) turns into the operator. Its value holds the
+    events' relation (field 1) and the JSON description (field 2), in protobuf's wire
+    format. The schema is asked for at once, so bad arguments fail here, as on a classic
+    session."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    from pyspark.sql.connect.plan import LogicalPlan
+
+    def field(number: int, payload: bytes) -> bytes:
+        return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+    class SlidingWindowRelation(LogicalPlan):
+        def plan(self, session: Any) -> Any:
+            relation = self._create_proto_relation()
+            assert self._child is not None
+            child = self._child.plan(session).SerializeToString()
+            relation.extension.type_url = _CONNECT_TYPE_URL
+            relation.extension.value = field(1, child) + field(2, spec.encode())
+            return relation
+
+    events_plan: Any = getattr(events, "_plan")  # noqa: B009 - Connect's, not a column
+    frame = ConnectDataFrame(SlidingWindowRelation(events_plan),
+                             events.sparkSession)  # type: ignore[arg-type]
+    try:
+        frame.schema
+    except Exception as e:
+        message = str(e)
+        start = message.find("sliding_window")
+        if start >= 0 and ("IllegalArgumentException" in message or "INTERNAL_ERROR" in message
+                           or type(e).__name__ == "IllegalArgumentException"):
+            raise ValueError(message[start:].splitlines()[0]) from None
+        raise
+    return frame
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+class _AppendOnly:
+    """Mixed into a live operator's stream writer (classic or Connect): its rows are final,
+    each emitted once, so append is the mode; Spark's own refusal of update mode names an
+    operator the user never wrote."""
 
     _operator = "the live operator"
 
-    def outputMode(self, outputMode: str) -> DataStreamWriter:  # noqa: N802 - Spark's name
+    def outputMode(self, outputMode: str) -> Any:  # noqa: N802 - Spark's name
         if isinstance(outputMode, str) and outputMode.strip().lower() != "append":
             raise ValueError(
                 f"{self._operator} emits final rows, each (key, window_end) once: write it in "
                 f"append mode (the default), not {outputMode!r}; a sink that upserts can key "
                 f"on (key, window_end)")
-        return super().outputMode(outputMode)
+        return super().outputMode(outputMode)  # type: ignore[misc]
 
 
 class _FinalRows:
@@ -223,21 +278,28 @@ class _FinalRows:
     _operator = "the live operator"
 
     @property
-    def writeStream(self) -> DataStreamWriter:  # noqa: N802 - Spark's name
-        writer = _AppendOnlyWriter(self)  # type: ignore[arg-type]
+    def writeStream(self) -> Any:  # noqa: N802 - Spark's name
+        writer = super().writeStream  # type: ignore[misc]
+        writer.__class__ = _mixed(_AppendOnly, type(writer))
         writer._operator = self._operator
         return writer
 
 
-_FINAL_ROWS_TYPES: dict[type, type] = {}
+_MIXED_TYPES: dict[tuple[type, type], type] = {}
+
+
+def _mixed(mixin: type, base: type) -> type:
+    """`base` with `mixin` in front, one class per pair (the classic and Connect classes
+    differ, and between Spark lines)."""
+    key = (mixin, base)
+    if key not in _MIXED_TYPES:
+        _MIXED_TYPES[key] = type(base.__name__, (mixin, base), {})
+    return _MIXED_TYPES[key]
 
 
 def _final_rows(frame: DataFrame, operator: str) -> DataFrame:
-    """`frame` as its own class with the append-only writer (the class Spark built it as,
-    classic DataFrame on every line, stays its base)."""
-    base = type(frame)
-    final = _FINAL_ROWS_TYPES.setdefault(base, type("LiveDataFrame", (_FinalRows, base), {}))
-    frame.__class__ = final
+    """`frame`, its class kept as a base, with the append-only writer."""
+    frame.__class__ = _mixed(_FinalRows, type(frame))
     frame._operator = operator  # type: ignore[attr-defined]
     return frame
 

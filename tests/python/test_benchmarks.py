@@ -32,7 +32,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         "percentiles",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
-    # sliding_counts keeps exactly the live keys, counted from the events after every batch.
+    # Both live operators keep exactly the live keys, counted from the events after every batch.
     (gap,) = [r["value"] for r in rows if r["measure"].startswith("largest |state rows - live")]
     assert float(gap) == 0
     # Window queries sort, and the exact GROUP BY and approx_count_distinct hash (and join),

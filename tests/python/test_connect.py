@@ -107,6 +107,44 @@ SCRIPT = textwrap.dedent("""
         sliding_counts(df, "key", "ts", "10 minutes", "1 minute")
     except RuntimeError as e:
         print("SLIDING REFUSED:", e)
+
+    # sliding_window through the server's relation plugin: a stream of files, every row
+    # against the windows (T - 10, T] of the positions, as on a classic session.
+    import json, os, tempfile
+    from windowsketch import live
+    from windowsketch.streaming import sliding_window
+    source = tempfile.mkdtemp()
+    batches = [[("a", 1, 5), ("a", 2, None), ("a", 3, 7), ("a", 9, 1), ("a", 12, 4), ("a", 30, 9)],
+               [("z", 1000, None)], [("z", 1001, None)]]
+    for i, rows in enumerate(batches):
+        path = os.path.join(source, f"{i}.json")
+        with open(path, "w") as f:
+            f.write("\\n".join(json.dumps({"k": k, "pos": p, "x": x}) for k, p, x in rows))
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    events = (spark.readStream.schema("k STRING, pos BIGINT, x BIGINT")
+              .option("maxFilesPerTrigger", 1).json(source))
+    windowed = sliding_window(events, "k", "pos", 10, 5, lateness=2, aggregates=[
+        live.count(F.col("x").isNotNull()).alias("n"), live.sum("x"),
+        live.distinct("x"), live.percentile("x", 0.5).alias("median")])
+    try:
+        windowed.writeStream.outputMode("update")
+    except ValueError as e:
+        print("UPDATE REFUSED:", e)
+    query = (windowed.writeStream.format("memory").queryName("live_connect")
+             .option("checkpointLocation", tempfile.mkdtemp()).start())
+    query.processAllAvailable()
+    query.stop()
+    got = sorted((r.window_end, r.n.estimate, r.sum.estimate, r.distinct, r.median)
+                 for r in spark.sql("SELECT * FROM live_connect WHERE k = 'a'").collect())
+    # 5 -> {5, 7}; 10 -> {5, 7, 1}; 15 -> {1, 4}; 20 -> {4}; 25: the last row; 30, 35 -> {9}.
+    assert got == [(5, 2, 12, 2, 5.0), (10, 3, 13, 3, 5.0), (15, 2, 5, 2, 1.0),
+                   (20, 1, 4, 1, 4.0), (25, 0, 0, 0, None), (30, 1, 9, 1, 9.0),
+                   (35, 1, 9, 1, 9.0), (40, 0, 0, 0, None)], got
+    print("CONNECT SLIDING WINDOW OK", len(got))
+    try:
+        sliding_window(events, "k", "pos", 10, 5, [live.count("x")], lateness=2)
+    except ValueError as e:
+        print("CONNECT SLIDING WINDOW REFUSED:", e)
     spark.stop()
 """)
 
@@ -122,3 +160,8 @@ def test_dataframe_function_under_spark_connect(tmp_path):
     assert "CONNECT DISTINCT OK 40" in out and "CONNECT PERCENTILES OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
     assert "SLIDING REFUSED: sliding_counts needs a classic SparkSession" in out
+    assert "CONNECT SLIDING WINDOW OK 8" in out
+    assert ("UPDATE REFUSED: sliding_window emits final rows, each (key, window_end) once: "
+            "write it in append mode") in out
+    assert ("CONNECT SLIDING WINDOW REFUSED: sliding_window: count `count`: its column must be "
+            "BOOLEAN (which rows are events), got BIGINT") in out
