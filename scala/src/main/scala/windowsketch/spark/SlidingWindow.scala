@@ -224,7 +224,7 @@ object SlidingWindow {
     // By index: one source for Scala 2.12 and 2.13, whose Java converters differ.
     def items(node: JsonNode): Seq[JsonNode] = if (node == null) Nil else (0 until node.size).map(node.get)
     val aggregates = items(spec.get("aggregates")).map { a =>
-      LiveColumn(text(a, "family"), col(text(a, "input")), text(a, "name"), a.get("eps").asDouble,
+      LiveColumn(text(a, "family"), col(text(a, "input")), text(a, "name"), text(a, "eps").toDouble,
         items(a.get("percentages")).map(_.asDouble),
         Option(a.get("single")).exists(_.asBoolean))
     }
