@@ -58,3 +58,31 @@ def expected_crossings(rows, above: int | None, below: int | None):
                 is_below = False
                 out.append((tick, "below", "rise"))
     return out
+
+
+def check_crossings_against_exact(fired, exact_rows, above: int | None, below: int | None,
+                                  eps: float) -> None:
+    """Alerts against the exact values of each emitted tick's window: no crossing is false
+    (a rise above X has exact > X, ...), rises and falls alternate, and none is missed once the exact value is past its
+    threshold by more than the bounds' width (2 eps). `fired` holds (tick, alert, crossing),
+    `exact_rows` (tick, exact) for every emitted tick, in tick order."""
+    by_tick: dict[int, list[tuple[str, str]]] = {}
+    for tick, alert, crossing in fired:
+        by_tick.setdefault(tick, []).append((alert, crossing))
+    is_above, is_below = False, True
+    for tick, exact in exact_rows:
+        for alert, crossing in by_tick.get(tick, []):
+            if alert == "above":
+                assert exact > above if crossing == "rise" else exact <= above, (tick, exact)
+                assert is_above == (crossing == "fall"), (tick, "rises and falls alternate")
+                is_above = crossing == "rise"
+            else:
+                assert exact < below if crossing == "fall" else exact >= below, (tick, exact)
+                assert is_below == (crossing == "rise"), (tick, "rises and falls alternate")
+                is_below = crossing == "fall"
+        if above is not None:
+            assert is_above or exact * (1 - 2 * eps) <= above, (tick, exact, "above missed")
+            assert not is_above or exact * (1 + 2 * eps) > above, (tick, exact, "fall missed")
+        if below is not None:
+            assert is_below or exact * (1 + 2 * eps) >= below, (tick, exact, "below missed")
+            assert not is_below or exact * (1 - 2 * eps) < below, (tick, exact, "rise missed")

@@ -10,11 +10,20 @@
 
 Each is named in the output by its family (``count``, ``sum``, ``distinct``,
 ``percentile``) unless renamed with :meth:`LiveAggregate.alias`.
+
+Counts and sums can carry alerts on their certified bounds (``alert_above``,
+``alert_below``), as :func:`windowsketch.streaming.sliding_counts` does: the struct gains a
+field ``above`` and/or ``below`` that is ``"rise"`` or ``"fall"`` at the tick where the
+alert crosses and NULL at other ticks. ``above`` X rises once the lower bound passes X and
+falls once the upper bound is back at or under X; ``below`` Y falls once the upper bound is
+under Y and rises once the lower bound is back at Y or more; a new key starts at 0. So no
+alert is ever false of the exact window, and a value hovering within eps of a threshold
+cannot flap. Keep only the alerts with ``.where(F.col("n404.above").isNotNull())``.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from pyspark.sql import Column
 
@@ -33,6 +42,8 @@ class LiveAggregate:
     eps: float
     percentages: tuple[float, ...] = ()
     single: bool = False
+    above: Optional[int] = None
+    below: Optional[int] = None
 
     def alias(self, name: str) -> "LiveAggregate":
         """The same aggregate under another output column name."""
@@ -42,7 +53,8 @@ class LiveAggregate:
 
     def _spec(self, input_column: str) -> dict[str, Any]:
         return {"family": self.family, "name": self.name, "input": input_column,
-                "eps": self.eps, "percentages": list(self.percentages), "single": self.single}
+                "eps": self.eps, "percentages": list(self.percentages), "single": self.single,
+                "above": self.above, "below": self.below}
 
 
 def _checked(value: Any, name: str) -> ColumnOrName:
@@ -58,18 +70,34 @@ def _accuracy(value: Any, name: str) -> float:
     return float(value)
 
 
-def count(v: ColumnOrName, eps: float = 0.01) -> LiveAggregate:
+def _threshold(value: Optional[int], name: str) -> Optional[int]:
+    """An alert threshold: None or a non-negative int."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"`{name}` must be a non-negative int (a count), got {value!r}")
+    return value
+
+
+def count(v: ColumnOrName, eps: float = 0.01, alert_above: Optional[int] = None,
+          alert_below: Optional[int] = None) -> LiveAggregate:
     """The events (rows where BOOLEAN ``v`` is true) in the window, as a struct
     ``estimate, lower, upper``: ``|estimate - exact| <= eps * exact`` and
-    ``lower <= exact <= upper``, as :func:`windowsketch.functions.approx_window_count`."""
-    return LiveAggregate("count", _checked(v, "v"), "count", _accuracy(eps, "eps"))
+    ``lower <= exact <= upper``, as :func:`windowsketch.functions.approx_window_count`;
+    with thresholds, the alert fields described in :mod:`windowsketch.live`."""
+    return LiveAggregate("count", _checked(v, "v"), "count", _accuracy(eps, "eps"),
+                         above=_threshold(alert_above, "alert_above"),
+                         below=_threshold(alert_below, "alert_below"))
 
 
-def sum(x: ColumnOrName, eps: float = 0.01) -> LiveAggregate:  # noqa: A001 - the family's name
+def sum(x: ColumnOrName, eps: float = 0.01, alert_above: Optional[int] = None,  # noqa: A001
+        alert_below: Optional[int] = None) -> LiveAggregate:
     """The sum of the window's non-negative integral ``x`` (NULL skipped), as a struct
-    ``estimate, lower, upper`` with the guarantee of :func:`count`; a negative value stops
-    the query naming it."""
-    return LiveAggregate("sum", _checked(x, "x"), "sum", _accuracy(eps, "eps"))
+    ``estimate, lower, upper`` with the guarantee of :func:`count`, and its alerts; a
+    negative value stops the query naming it."""
+    return LiveAggregate("sum", _checked(x, "x"), "sum", _accuracy(eps, "eps"),
+                         above=_threshold(alert_above, "alert_above"),
+                         below=_threshold(alert_below, "alert_below"))
 
 
 def distinct(x: ColumnOrName, rsd: float = 0.05) -> LiveAggregate:

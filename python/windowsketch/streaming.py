@@ -17,7 +17,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from windowsketch import _require_built_line, _scala_object
-from windowsketch.live import LiveAggregate
+from windowsketch import live
+from windowsketch.live import LiveAggregate, _threshold
 
 __all__ = ["sliding_counts", "sliding_window"]
 
@@ -38,14 +39,6 @@ def _span(value: Span, name: str) -> str:
     if isinstance(value, datetime.timedelta):
         return f"{value // datetime.timedelta(microseconds=1)} microseconds"
     return str(value)
-
-
-def _threshold(value: Optional[int], name: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"`{name}` must be a non-negative int (a count), got {value!r}")
-    return value
 
 
 def sliding_counts(
@@ -104,17 +97,22 @@ def sliding_counts(
     Raises:
         ValueError: not a streaming DataFrame, no watermark on a TIMESTAMP ``ts``, a bad
             ``window``/``every``/``eps``/threshold, or a missing column.
-        RuntimeError: under Spark Connect (the operator is a Scala one).
+        RuntimeError: under Spark Connect on Spark 3.5. (A Spark 4 Connect client runs it
+            as :func:`sliding_window` with one count: the same rows, another state format,
+            so a checkpoint does not move between a classic and a Connect run.)
     """
-    _require_classic(events, "sliding_counts")
     keys = _keys(key, ts)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0001 <= eps < 1:
         raise ValueError(f"`eps` must be a number in [0.0001, 1), got {eps!r}")
     if lateness is not None and (isinstance(lateness, bool) or not isinstance(lateness, int)):
         raise TypeError(f"`lateness` must be an int of positions, got {lateness!r}")
+    if v is not None and not isinstance(v, (str, Column)):
+        raise TypeError(f"`v` must be a column name, a Column or None, got {v!r}")
+    if getattr(events, "_jdf", None) is None:
+        return _connect_sliding_counts(events, keys, ts, window, every, v, eps,
+                                       _threshold(alert_above, "alert_above"),
+                                       _threshold(alert_below, "alert_below"), lateness)
     if v is not None:
-        if not isinstance(v, (str, Column)):
-            raise TypeError(f"`v` must be a column name, a Column or None, got {v!r}")
         # A column, not a filter: the rows that are not events still move the watermark.
         events = events.withColumn(_EVENT_COLUMN, F.col(v) if isinstance(v, str) else v)
 
@@ -206,6 +204,36 @@ def sliding_window(
     except Exception as e:
         _raise_operator_error(e, "sliding_window")
     return _final_rows(DataFrame(windowed, spark), "sliding_window")
+
+
+def _connect_sliding_counts(events: DataFrame, keys: list[str], ts: str, window: Span,
+                            every: Span, v: Union[Column, str, None], eps: float,
+                            above: Optional[int], below: Optional[int],
+                            lateness: Optional[int]) -> DataFrame:
+    """sliding_counts for a Spark Connect client: sliding_window with one count, its struct
+    flattened into sliding_counts' columns, and with thresholds one row per crossing."""
+    name = "__windowsketch_count"
+    count = live.count(F.lit(True) if v is None else v, eps, above, below).alias(name)
+    try:
+        windowed = sliding_window(events, keys, ts, window, every, [count], lateness)
+    except ValueError as e:
+        raise ValueError(str(e).replace(f"sliding_window: count `{name}`: ", "sliding_counts: ")
+                         .replace("sliding_window", "sliding_counts")) from None
+    except RuntimeError as e:
+        raise RuntimeError(str(e).replace("sliding_window", "sliding_counts")) from None
+    columns: list[Column] = [*map(F.col, keys), F.col("window_end"),
+                             *(F.col(f"{name}.{field}").alias(field)
+                               for field in ("estimate", "lower", "upper"))]
+    if above is None and below is None:
+        return _final_rows(windowed.select(*columns), "sliding_counts")
+    crossings = F.array(*(F.struct(F.lit(alert).alias("alert"),
+                                   F.col(f"{name}.{alert}").alias("crossing"))
+                          for alert, threshold in (("above", above), ("below", below))
+                          if threshold is not None))
+    fired = F.explode(F.filter(crossings, lambda c: c["crossing"].isNotNull())).alias("fired")
+    return _final_rows(windowed.select(*columns, fired).select(
+        *keys, "window_end", "estimate", "lower", "upper", "fired.alert", "fired.crossing"),
+        "sliding_counts")
 
 
 def _connect_sliding_window(events: DataFrame, spec: str) -> DataFrame:
@@ -302,14 +330,6 @@ def _final_rows(frame: DataFrame, operator: str) -> DataFrame:
     frame.__class__ = _mixed(_FinalRows, type(frame))
     frame._operator = operator  # type: ignore[attr-defined]
     return frame
-
-
-def _require_classic(events: DataFrame, name: str) -> None:
-    if getattr(events, "_jdf", None) is None:
-        raise RuntimeError(
-            f"{name} needs a classic SparkSession: Spark Connect clients cannot call its "
-            "Scala operator. Run the streaming job with a classic session (for example "
-            "SparkSession.builder.master(...) with windowsketch.configure).")
 
 
 def _keys(key: Union[str, Sequence[str]], ts: str) -> list[str]:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import _longs, stable_seed
-from live_reference import exact_at, expected_crossings, expected_rows
+from live_reference import check_crossings_against_exact, exact_at, expected_crossings, expected_rows
 
 ALERT = {0: None, 1: "above", 2: "below"}
 CROSSING = {0: None, 1: "rise", -1: "fall"}
@@ -149,27 +149,10 @@ def test_alerts_fire_once_per_certified_crossing(sketches, above, below):
             assert lower > above if crossing == "rise" else upper <= above
         else:
             assert upper < below if crossing == "fall" else lower >= below
-    # Against the exact count of each tick's window: no alert is false, and none is missed
-    # once the exact count is past its threshold by more than the bounds' width (2 eps).
-    is_above, is_below = False, True
-    fired = {}
-    for tick, alert, crossing in got:
-        fired.setdefault(tick, []).append((alert, crossing))
-    for tick in sorted(int(r[1]) for r in counts):
-        exact = exact_at(ts, tick, 100)
-        for alert, crossing in fired.get(tick, []):
-            if alert == "above":
-                assert exact > above if crossing == "rise" else exact <= above, (tick, exact)
-                is_above = crossing == "rise"
-            else:
-                assert exact < below if crossing == "fall" else exact >= below, (tick, exact)
-                is_below = crossing == "fall"
-        if above >= 0:
-            assert is_above or exact * (1 - 2 * 0.05) <= above, (tick, exact, "above missed")
-            assert not is_above or exact * (1 + 2 * 0.05) > above, (tick, exact, "fall missed")
-        if below >= 0:
-            assert is_below or exact * (1 + 2 * 0.05) >= below, (tick, exact, "below missed")
-            assert not is_below or exact * (1 - 2 * 0.05) < below, (tick, exact, "rise missed")
+    # Against the exact count of each tick's window.
+    check_crossings_against_exact(
+        got, [(int(r[1]), exact_at(ts, int(r[1]), 100)) for r in counts],
+        above if above >= 0 else None, below if below >= 0 else None, 0.05)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -1,11 +1,14 @@
 """Live window state (several aggregates per key): a key stopped and resumed from its bytes
 emits exactly the rows of one that never stopped, whatever the families; golden states of
-version 1 still read; a restart under another window, `every` or aggregate list is refused
-naming each change; damaged state whose checksum was made to match is refused or loads
-into a state that keeps working, never a crash.
+versions 1 and 2 still read; alerts on counts and sums are true of the exact window; a
+restart under another window, `every` or aggregate list is refused naming each change;
+damaged state whose checksum was made to match is refused or loads into a state that keeps
+working, never a crash.
 
-`python tests/core/test_live_window_state.py OUT_DIR` writes the golden states with
-whatever jar the session loads: it wrote tests/golden/live/window_*.bin with version 1."""
+`PYTHONPATH=tests python tests/core/test_live_window_state.py OUT_DIR [SCENARIO ...]`
+writes the golden states with whatever jar the session loads: it wrote
+tests/golden/live/window_*.bin, with version 1 but for window_alerts_positions (version 2,
+the first with alerts)."""
 from __future__ import annotations
 
 import os
@@ -15,6 +18,7 @@ import zlib
 
 import numpy as np
 import pytest
+from live_reference import check_crossings_against_exact
 
 GOLDEN_LIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "golden", "live")
@@ -25,9 +29,11 @@ SCENARIOS = {
     "window_mix_positions": (100, 10, MIX),
     "window_mix_time": (600_000_001, 60_000_000, MIX),
     "window_before_any_tick": (50, 7, "count:0.2,percentile:0.1:0.5"),
+    "window_alerts_positions": (100, 10, "count:0.05:above=100:below=50,"
+                                "sum:0.05:above=50000:below=25000,percentile:0.01:0.5"),
 }
 # Small enough to flip every bit: 16 registers for the distinct count.
-FUZZED = (100, 10, "count:0.05,sum:0.05,distinct:0.39,percentile:0.01:0.5")
+FUZZED = (100, 10, "count:0.05:above=20:below=5,sum:0.05,distinct:0.39,percentile:0.01:0.5")
 
 
 def inputs(name: str):
@@ -93,13 +99,36 @@ def load(name: str) -> bytes:
 def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name):
     before, tick, after, end = inputs(name)
     state, first = live_window(sketches, name, b"", before, tick)
-    assert state[:2] == bytes([0x57, 1])
+    assert state[:2] == bytes([0x57, 2])
     final, rest = live_window(sketches, name, state, after, end)
     straight_state, straight = live_window(sketches, name, b"", before + after, end)
     assert first + rest == straight and final == straight_state
-    assert len(rest) >= 10 and rest[-1].split("|")[1] == "0,0,0", name  # the last row: empty
-    # The golden state (written by version 1) resumes to the same rows.
+    assert len(rest) >= 10 and rest[-1].split("|")[1].startswith("0,0,0"), name  # the last row: empty
+    # The golden state (version 1; version 2 for alerts) resumes to the same rows.
     assert live_window(sketches, name, load(name), after, end)[1] == rest
+
+
+def test_alerts_on_counts_and_sums_are_true_of_the_exact_window(sketches):
+    """Each crossing of the count's and the sum's thresholds, against the exact count and sum
+    of its tick's window; the gap empties both (falls), the refill raises them again."""
+    name = "window_alerts_positions"
+    before, _, after, end = inputs(name)
+    rows = before + after
+    _, lines = live_window(sketches, name, b"", rows, end)
+    ts = np.array([r[0] for r in rows], dtype=np.int64)
+    which = np.array([r[1] for r in rows])
+    value = np.array([r[2] for r in rows], dtype=np.int64)
+    for index, (above, below) in enumerate([(100, 50), (50_000, 25_000)]):
+        fired, exact_rows = [], []
+        for line in lines:
+            tick = int(line.split("|")[0])
+            answer = line.split("|")[1 + index].split(",")
+            fired += [(tick, *c.split(" ")) for c in answer[3:]]
+            inside = (which == index) & (ts <= tick) & (ts > tick - 100)
+            exact_rows.append((tick, int(value[inside].sum())))
+        crossings = [(a, c) for _, a, c in fired]
+        assert crossings.count(("above", "rise")) >= 2 and crossings.count(("below", "fall")) >= 1
+        check_crossings_against_exact(fired, exact_rows, above, below, 0.05)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -108,6 +137,9 @@ def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name):
     ({"aggregates": "count:0.05,sum:0.05,distinct:0.05,percentile:0.01:0.5"},
      "aggregates count(0.05), sum(0.05), distinct(0.05), percentile(0.01, 0.5, 0.99) "
      "(now count(0.05), sum(0.05), distinct(0.05), percentile(0.01, 0.5))"),
+    ({"aggregates": "count:0.05:above=3,sum:0.05,distinct:0.05,percentile:0.01:0.5:0.99"},
+     "aggregates count(0.05), sum(0.05), distinct(0.05), percentile(0.01, 0.5, 0.99) "
+     "(now count(0.05, above 3), sum(0.05), distinct(0.05), percentile(0.01, 0.5, 0.99))"),
     ({"aggregates": "count:0.1", "every": 5},
      "every 10 (now 5), aggregates count(0.05), sum(0.05), distinct(0.05), "
      "percentile(0.01, 0.5, 0.99) (now count(0.1))"),
@@ -161,7 +193,7 @@ if __name__ == "__main__":
 
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
-    for scenario in SCENARIOS:
+    for scenario in sys.argv[2:] or SCENARIOS:
         first_inputs, first_tick, _, _ = inputs(scenario)
         data, _ = live_window(Replay, scenario, b"", first_inputs, first_tick)
         with open(os.path.join(out_dir, f"{scenario}.bin"), "wb") as f:

@@ -102,11 +102,6 @@ SCRIPT = textwrap.dedent("""
         windowsketch.register(spark)
     except RuntimeError as e:
         print("REGISTER REFUSED:", e)
-    from windowsketch.streaming import sliding_counts
-    try:
-        sliding_counts(df, "key", "ts", "10 minutes", "1 minute")
-    except RuntimeError as e:
-        print("SLIDING REFUSED:", e)
 
     # sliding_window through the server's relation plugin: a stream of files, every row
     # against the windows (T - 10, T] of the positions, as on a classic session.
@@ -141,6 +136,29 @@ SCRIPT = textwrap.dedent("""
                    (20, 1, 4, 1, 4.0), (25, 0, 0, 0, None), (30, 1, 9, 1, 9.0),
                    (35, 1, 9, 1, 9.0), (40, 0, 0, 0, None)], got
     print("CONNECT SLIDING WINDOW OK", len(got))
+
+    # sliding_counts runs as sliding_window with one count: its columns, and with thresholds
+    # one row per certified crossing (above 2: 3 events at 10, 2 at 15; below 2: 2 at 5, 1 at 20).
+    from windowsketch.streaming import sliding_counts
+    def run(frame, name):
+        q = (frame.writeStream.format("memory").queryName(name)
+             .option("checkpointLocation", tempfile.mkdtemp()).start())
+        q.processAllAvailable()
+        q.stop()
+        return spark.sql(f"SELECT * FROM {name} WHERE k = 'a' ORDER BY window_end").collect()
+    counts = sliding_counts(events, "k", "pos", 10, 5, v=F.col("x").isNotNull(), lateness=2)
+    assert counts.columns == ["k", "window_end", "estimate", "lower", "upper"], counts.columns
+    assert [(r.window_end, r.estimate) for r in run(counts, "counts_connect")] == [
+        (t, n) for t, n, *_ in got]
+    alerts = sliding_counts(events, "k", "pos", 10, 5, v=F.col("x").isNotNull(), lateness=2,
+                            alert_above=2, alert_below=2)
+    fired = [(r.window_end, r.estimate, r.alert, r.crossing) for r in run(alerts, "alerts_connect")]
+    assert fired == [(5, 2, "below", "rise"), (10, 3, "above", "rise"),
+                     (15, 2, "above", "fall"), (20, 1, "below", "fall")], fired
+    try:
+        sliding_counts(events, "k", "pos", "10 minutes", 5, lateness=2)
+    except ValueError as e:
+        print("CONNECT SLIDING COUNTS REFUSED:", e)
     try:
         sliding_window(events, "k", "pos", 10, 5, [live.count("x")], lateness=2)
     except ValueError as e:
@@ -159,9 +177,10 @@ def test_dataframe_function_under_spark_connect(tmp_path):
     assert "CONNECT OK 40" in out and "CONNECT SKETCHES OK 40" in out
     assert "CONNECT DISTINCT OK 40" in out and "CONNECT PERCENTILES OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
-    assert "SLIDING REFUSED: sliding_counts needs a classic SparkSession" in out
     assert "CONNECT SLIDING WINDOW OK 8" in out
     assert ("UPDATE REFUSED: sliding_window emits final rows, each (key, window_end) once: "
             "write it in append mode") in out
     assert ("CONNECT SLIDING WINDOW REFUSED: sliding_window: count `count`: its column must be "
             "BOOLEAN (which rows are events), got BIGINT") in out
+    assert ("CONNECT SLIDING COUNTS REFUSED: sliding_counts: `window` must be a positive number "
+            "of positions for an integral `ts`, got '10 minutes'") in out

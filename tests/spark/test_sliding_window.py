@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from live_reference import tick_at_or_after
+from live_reference import check_crossings_against_exact, tick_at_or_after
 from test_sliding_counts import BASE, DELAY_S, EVERY_S, US, WINDOW_S, WINDOW_UNITS, micros, \
     micros_of, write_in_order
 from windowsketch import live
@@ -24,6 +24,7 @@ from windowsketch.streaming import sliding_counts, sliding_window
 EPS = 0.05
 SCHEMA = "key STRING, ts TIMESTAMP, status INT, client STRING, latency DOUBLE, bytes BIGINT"
 SENTINEL_S = 10 * 3600
+N404_ABOVE, N404_BELOW, BYTES_ABOVE = 8, 3, 30_000
 
 
 def churn(rng, n_keys=20, n_batches=8):
@@ -67,8 +68,9 @@ def write(directory, i, rows):
 
 
 def aggregates():
-    return [live.count(F.col("status") == 404, eps=EPS).alias("n404"),
-            live.sum("bytes", eps=EPS).alias("bytes"),
+    return [live.count(F.col("status") == 404, eps=EPS, alert_above=N404_ABOVE,
+                       alert_below=N404_BELOW).alias("n404"),
+            live.sum("bytes", eps=EPS, alert_above=BYTES_ABOVE).alias("bytes"),
             live.distinct("client"),
             live.percentile("latency", [0.5, 0.99]).alias("latency"),
             live.percentile("latency", 0.9).alias("p90")]
@@ -165,16 +167,23 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
         F.approx_count_distinct("client", 0.05).alias("n")).collect()}
 
     checked = 0
+    crossings = {"n404": [], "bytes": []}
     for key, rows in accepted.items():
         times = [micros(r["second"]) for r in rows]
         emitted = sorted(got[key], key=lambda r: r.window_end)
         expected = expected_ticks(times, final)
         assert [micros_of(r.window_end) for r in emitted] == [t for t, _ in expected], key
+        exact_rows: dict[str, list] = {"n404": [], "bytes": []}
         for row in emitted:
             tick = micros_of(row.window_end)
             window = [r for r in rows if tick - WINDOW_UNITS < micros(r["second"]) <= tick]
             n404 = sum(1 for r in window if r["status"] == 404)
             total = sum(r["bytes"] or 0 for r in window)
+            exact_rows["n404"].append((tick, n404))
+            exact_rows["bytes"].append((tick, total))
+            crossings["n404"] += [(key, tick, "above", row.n404.above)] * (row.n404.above is not None)
+            crossings["n404"] += [(key, tick, "below", row.n404.below)] * (row.n404.below is not None)
+            crossings["bytes"] += [(key, tick, "above", row.bytes.above)] * (row.bytes.above is not None)
             for got_bounds, exact in ((row.n404, n404), (row.bytes, total)):
                 assert got_bounds.lower <= exact <= got_bounds.upper, (key, tick)
                 assert abs(got_bounds.estimate - exact) <= EPS * exact, (key, tick)
@@ -188,7 +197,15 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
             checked += 1
         last = emitted[-1]
         assert (last.n404.upper, last.bytes.upper, last.distinct, last.latency) == (0, 0, 0, None)
+        # Alerts, their states carried across the restart, against the exact windows.
+        for name, above, below in (("n404", N404_ABOVE, N404_BELOW), ("bytes", BYTES_ABOVE, None)):
+            fired = [(t, a, c) for k, t, a, c in crossings[name] if k == key]
+            check_crossings_against_exact(fired, exact_rows[name], above, below, EPS)
     assert checked > 300 and max(r.distinct for r in out) >= 1000
+    assert [sum(1 for c in crossings["n404"] if c[2:] == kind) >= 5
+            for kind in (("above", "rise"), ("above", "fall"), ("below", "rise"),
+                         ("below", "fall"))] == [True] * 4
+    assert sum(1 for c in crossings["bytes"] if c[3] == "rise") >= 5
 
     # After every micro-batch the state rows are the live keys: some input in the window
     # of the last tick the watermark has passed, or after it.
@@ -284,6 +301,20 @@ def window_of(*aggregates, **kwargs):
                                     **kwargs)
 
 
+def test_alerts_on_a_family_without_bounds_are_refused_naming_it(spark, stream):
+    """Python's live.distinct has no thresholds; a JSON description (Connect's way in) or the
+    Scala API can ask for them, and is refused."""
+    from windowsketch import _scala_object
+    operator = _scala_object(spark, "windowsketch.spark.SlidingWindow")
+    spec = {"key": ["key"], "ts": "ts", "window": "10 minutes", "every": "1 minute",
+            "lateness": None, "aggregates": [{"family": "distinct", "name": "clients",
+                                              "input": "s", "eps": 0.05, "above": 3}]}
+    with pytest.raises(Exception, match=re.escape(
+            "sliding_window: distinct `clients`: alerts fire on certified bounds, which only "
+            "count and sum have")):
+        operator.fromJson(stream._jdf, json.dumps(spec))
+
+
 @pytest.mark.parametrize("call, error, message", [
     (window_of(live.count("n")), ValueError,
      "sliding_window: count `count`: its column must be BOOLEAN (which rows are events), got INT"),
@@ -308,6 +339,10 @@ def window_of(*aggregates, **kwargs):
     (lambda s: live.percentile("n", 1.5), ValueError,
      "`percentage` must be a number in [0, 1] or a non-empty list of them, got 1.5"),
     (lambda s: live.count("b", eps="tight"), TypeError, "`eps` must be a number, got 'tight'"),
+    (lambda s: live.sum("n", alert_below=-1), ValueError,
+     "`alert_below` must be a non-negative int (a count), got -1"),
+    (lambda s: live.count("b", alert_above=2.5), ValueError,
+     "`alert_above` must be a non-negative int (a count), got 2.5"),
     (lambda s: sliding_window(s.drop("ts").withColumn("ts", F.current_timestamp()), "key", "ts",
                               "10 minutes", "1 minute", [live.count("b")]), ValueError,
      "sliding_window: the events need a watermark on `ts` (ts)"),

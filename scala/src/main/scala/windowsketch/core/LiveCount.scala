@@ -22,6 +22,49 @@ final case class LiveCountSpec(
   }
 }
 
+/**
+ * An alert on certified bounds, shared by live counts and live windows. It fires on the
+ * bounds, not the estimate: `above` X rises once the lower bound passes X and falls once
+ * the upper bound is back at or under X (so a value hovering within eps of X cannot flap,
+ * and no alert is ever false); `below` Y falls once the upper bound is under Y and rises
+ * once the lower bound is back at Y or more. A new key starts at 0: below any `below`, not
+ * above any `above`.
+ */
+final class CertifiedAlert(
+    val above: Option[Long],
+    val below: Option[Long],
+    var isAbove: Boolean = false,
+    var isBelow: Boolean = true) {
+  CertifiedAlert.checkThresholds(above, below)
+
+  /** "rise", "fall" or null: how each threshold was crossed at the last [[update]]. */
+  var aboveCrossing: String = null
+  var belowCrossing: String = null
+
+  def isSet: Boolean = above.isDefined || below.isDefined
+
+  /** Moves the alert to a tick's certified bounds. */
+  def update(lower: Long, upper: Long): Unit = {
+    aboveCrossing = null
+    belowCrossing = null
+    for (x <- above) {
+      if (!isAbove && lower > x) { isAbove = true; aboveCrossing = "rise" }
+      else if (isAbove && upper <= x) { isAbove = false; aboveCrossing = "fall" }
+    }
+    for (y <- below) {
+      if (!isBelow && upper < y) { isBelow = true; belowCrossing = "fall" }
+      else if (isBelow && lower >= y) { isBelow = false; belowCrossing = "rise" }
+    }
+  }
+}
+
+object CertifiedAlert {
+  def checkThresholds(above: Option[Long], below: Option[Long]): Unit = {
+    above.foreach(x => require(x >= 0, s"alert thresholds must be non-negative, got above $x"))
+    below.foreach(y => require(y >= 0, s"alert thresholds must be non-negative, got below $y"))
+  }
+}
+
 /** One row a live count emits: the window ending at `tick`, or an alert crossing there. */
 final case class LiveRow(tick: Long, estimate: Long, lower: Long, upper: Long,
     alert: String = null, crossing: String = null)
@@ -36,7 +79,7 @@ final case class LiveRow(tick: Long, estimate: Long, lower: Long, upper: Long,
  * histogram only ever sees events in order. A tick where the window is empty is skipped,
  * except the first after a non-empty one (the row that tells a sink the count fell to 0);
  * once the window is empty and nothing is pending the key is finished and its state can be
- * dropped. With alert thresholds, only certified crossings are emitted (see [[crossings]]).
+ * dropped. With alert thresholds, only certified crossings are emitted (see [[CertifiedAlert]]).
  */
 final class LiveCount private (
     val spec: LiveCountSpec,
@@ -44,14 +87,13 @@ final class LiveCount private (
     private var lastTick: Long,
     private var hasTick: Boolean,
     private var lastWasEmpty: Boolean,
-    private var above: Boolean,
-    private var below: Boolean,
+    private val alert: CertifiedAlert,
     private var pending: Array[Long],
     private var pendingSize: Int) {
 
   def this(spec: LiveCountSpec) =
-    this(spec, new ExponentialHistogram(spec.window, spec.eps), 0L, false, true, false, true,
-      new Array[Long](8), 0)
+    this(spec, new ExponentialHistogram(spec.window, spec.eps), 0L, false, true,
+      new CertifiedAlert(spec.alertAbove, spec.alertBelow), new Array[Long](8), 0)
 
   /**
    * Adds one event at `ts`. Returns false, counting nothing, if `ts` is at or before a tick
@@ -98,22 +140,10 @@ final class LiveCount private (
     pendingSize -= taken
   }
 
-  /**
-   * Alerts fire on the certified bounds, not the estimate: `alertAbove` X rises once the
-   * lower bound passes X and falls once the upper bound is back at or under X (so a count
-   * hovering within eps of X cannot flap, and no alert is ever false); `alertBelow` Y falls
-   * once the upper bound is under Y and rises once the lower bound is back at Y or more.
-   * A new key starts at 0: below any `alertBelow`, not above any `alertAbove`.
-   */
   private def crossings(row: LiveRow, emit: LiveRow => Unit): Unit = {
-    for (x <- spec.alertAbove) {
-      if (!above && row.lower > x) { above = true; emit(row.copy(alert = "above", crossing = "rise")) }
-      else if (above && row.upper <= x) { above = false; emit(row.copy(alert = "above", crossing = "fall")) }
-    }
-    for (y <- spec.alertBelow) {
-      if (!below && row.upper < y) { below = true; emit(row.copy(alert = "below", crossing = "fall")) }
-      else if (below && row.lower >= y) { below = false; emit(row.copy(alert = "below", crossing = "rise")) }
-    }
+    alert.update(row.lower, row.upper)
+    if (alert.aboveCrossing != null) emit(row.copy(alert = "above", crossing = alert.aboveCrossing))
+    if (alert.belowCrossing != null) emit(row.copy(alert = "below", crossing = alert.belowCrossing))
   }
 
   // Pending events are sorted during and right after advance; [0, from) are settled.
@@ -128,8 +158,8 @@ final class LiveCount private (
     val sketch = SketchFormat.serialize(settled)
     val out = new ByteWriter(64 + sketch.length + 4 * pendingSize)
     out.byte(LiveCount.Version)
-    out.byte((if (hasTick) 1 else 0) | (if (lastWasEmpty) 2 else 0) | (if (above) 4 else 0) |
-      (if (below) 8 else 0) | (if (spec.alertAbove.isDefined) 16 else 0) |
+    out.byte((if (hasTick) 1 else 0) | (if (lastWasEmpty) 2 else 0) | (if (alert.isAbove) 4 else 0) |
+      (if (alert.isBelow) 8 else 0) | (if (spec.alertAbove.isDefined) 16 else 0) |
       (if (spec.alertBelow.isDefined) 32 else 0))
     out.long(lastTick)
     // The tick spacing and thresholds the state was made under: a restart must keep them.
@@ -216,8 +246,9 @@ object LiveCount {
       i += 1
     }
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live count state")
-    new LiveCount(spec, settled, lastTick, hasTick, lastWasEmpty, (flags & 4) != 0,
-      (flags & 8) != 0, pending, n.toInt)
+    new LiveCount(spec, settled, lastTick, hasTick, lastWasEmpty,
+      new CertifiedAlert(spec.alertAbove, spec.alertBelow, (flags & 4) != 0, (flags & 8) != 0),
+      pending, n.toInt)
   }
 
   /** Refuses a state made under another `every` or other thresholds, naming what changed. */

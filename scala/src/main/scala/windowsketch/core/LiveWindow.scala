@@ -20,6 +20,13 @@ trait LiveSlide {
   private[core] def writeTo(out: ByteWriter): Unit
 }
 
+/** A slide with certified bounds on its answer (counts, sums): it can carry alerts. */
+trait BoundedSlide extends LiveSlide {
+  def estimate: Long
+  def lower: Long
+  def upper: Long
+}
+
 /**
  * What one aggregate of a live window is: its family (a tag byte in the state), its
  * parameters and how to make, read and store its [[LiveSlide]]. Each family's live form
@@ -42,12 +49,25 @@ abstract class LiveAggregate {
   /** Checks one input read back from state bytes: what `add` takes from this family. */
   private[core] def validInput(input: Long): Boolean = true
 
-  /** How the family is shown in a refusal: "count(0.01)". */
-  final def describe: String = s"$family(${parameters.mkString(", ")})"
+  /** Alert thresholds on the slide's certified bounds: only a [[BoundedSlide]]'s family has them. */
+  def above: Option[Long] = None
+  def below: Option[Long] = None
+
+  /** How the aggregate is shown in a refusal: "count(0.01, above 30)". */
+  final def describe: String = LiveAggregate.describe(family, parameters, above, below)
+}
+
+object LiveAggregate {
+  private[core] def describe(family: String, parameters: Seq[Double], above: Option[Long],
+      below: Option[Long]): String =
+    s"$family(${(parameters.map(_.toString) ++ above.map(x => s"above $x") ++
+      below.map(y => s"below $y")).mkString(", ")})"
 }
 
 /** Counts: the input is 1 per event; answers are the histogram's estimate and bounds. */
-final case class LiveCountAggregate(eps: Double) extends LiveAggregate {
+final case class LiveCountAggregate(eps: Double, override val above: Option[Long] = None,
+    override val below: Option[Long] = None) extends LiveAggregate {
+  CertifiedAlert.checkThresholds(above, below)
   def family: String = "count"
   def tag: Byte = LiveWindow.CountTag
   def parameters: Seq[Double] = Seq(eps)
@@ -62,7 +82,10 @@ final case class LiveCountAggregate(eps: Double) extends LiveAggregate {
   }
 }
 
-final class LiveCountSlide(val histogram: ExponentialHistogram) extends LiveSlide {
+final class LiveCountSlide(val histogram: ExponentialHistogram) extends BoundedSlide {
+  def estimate: Long = histogram.estimate
+  def lower: Long = histogram.lowerBound
+  def upper: Long = histogram.upperBound
   def add(ts: Long, input: Long): Unit = histogram.add(ts, 1L)
   def advanceTo(tick: Long): Unit = histogram.advanceTo(tick)
   def isEmpty: Boolean = histogram.upperBound == 0L
@@ -71,7 +94,9 @@ final class LiveCountSlide(val histogram: ExponentialHistogram) extends LiveSlid
 }
 
 /** Sums of non-negative integers: the input is the value; answers as for counts. */
-final case class LiveSumAggregate(eps: Double) extends LiveAggregate {
+final case class LiveSumAggregate(eps: Double, override val above: Option[Long] = None,
+    override val below: Option[Long] = None) extends LiveAggregate {
+  CertifiedAlert.checkThresholds(above, below)
   def family: String = "sum"
   def tag: Byte = LiveWindow.SumTag
   def parameters: Seq[Double] = Seq(eps)
@@ -81,7 +106,10 @@ final case class LiveSumAggregate(eps: Double) extends LiveAggregate {
     new LiveSumSlide(OrderedSumHistogram.readFrom(window, eps, in))
 }
 
-final class LiveSumSlide(val histogram: OrderedSumHistogram) extends LiveSlide {
+final class LiveSumSlide(val histogram: OrderedSumHistogram) extends BoundedSlide {
+  def estimate: Long = histogram.estimate
+  def lower: Long = histogram.lowerBound
+  def upper: Long = histogram.upperBound
   def add(ts: Long, input: Long): Unit = histogram.add(ts, input)
   def advanceTo(tick: Long): Unit = histogram.advanceTo(tick)
   def isEmpty: Boolean = histogram.upperBound == 0L
@@ -153,13 +181,16 @@ final class LivePercentileSlide(val quantiles: SlidingQuantiles, percentages: Ar
  * inputs after the last tick wait in `pending` and enter each slide in time order as ticks
  * pass; a tick where every slide is empty is skipped, except the first after a non-empty
  * one (the row that tells a sink the window emptied); then, with nothing pending, the key
- * is finished and its state can be dropped.
+ * is finished and its state can be dropped. An aggregate with thresholds has a
+ * [[CertifiedAlert]], moved at every tick: `alerts(i)` (null without thresholds) tells how
+ * it crossed there.
  */
 final class LiveWindow private (
     val window: Long,
     val every: Long,
     val aggregates: IndexedSeq[LiveAggregate],
     val slides: Array[LiveSlide],
+    val alerts: Array[CertifiedAlert],
     private var lastTick: Long,
     private var hasTick: Boolean,
     private var lastWasEmpty: Boolean,
@@ -169,7 +200,8 @@ final class LiveWindow private (
     private var pendingSize: Int) {
 
   def this(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate]) =
-    this(window, every, aggregates, aggregates.map(_.newSlide(window)).toArray, 0L, false, true,
+    this(window, every, aggregates, aggregates.map(_.newSlide(window)).toArray,
+      aggregates.map(LiveWindow.newAlert(_)).toArray, 0L, false, true,
       new Array[Long](8), new Array[Int](8), new Array[Long](8), 0)
 
   /**
@@ -214,6 +246,14 @@ final class LiveWindow private (
       var empty = true
       var i = 0
       while (i < slides.length) { slides(i).advanceTo(tick); empty &&= slides(i).isEmpty; i += 1 }
+      i = 0
+      while (i < slides.length) {
+        slides(i) match {
+          case bounded: BoundedSlide if alerts(i) != null => alerts(i).update(bounded.lower, bounded.upper)
+          case _ =>
+        }
+        i += 1
+      }
       if (!empty || !lastWasEmpty) emit(tick)
       lastTick = tick
       hasTick = true
@@ -259,10 +299,16 @@ final class LiveWindow private (
     out.long(window)
     out.long(every)
     out.varint(aggregates.length)
-    aggregates.foreach { a =>
+    aggregates.indices.foreach { i =>
+      val a = aggregates(i)
       out.byte(a.tag)
       out.varint(a.parameters.length)
       a.parameters.foreach(p => out.long(java.lang.Double.doubleToLongBits(p)))
+      val alert = alerts(i)
+      out.byte(if (alert == null) 0 else (if (alert.above.isDefined) 1 else 0) |
+        (if (alert.below.isDefined) 2 else 0) | (if (alert.isAbove) 4 else 0) |
+        (if (alert.below.isDefined && alert.isBelow) 8 else 0))
+      if (alert != null) { alert.above.foreach(out.long); alert.below.foreach(out.long) }
     }
     slides.foreach(_.writeTo(out))
     // Pending inputs sorted, as steps from the last tick: a byte or two each.
@@ -284,7 +330,8 @@ final class LiveWindow private (
 object LiveWindow {
   /** The first byte of a live window's state: tells it from a live count's (1 or 2). */
   val Magic: Byte = 0x57
-  val Version: Byte = 1
+  /** 2 records each aggregate's alert thresholds and states; 1, which had none, still reads. */
+  val Version: Byte = 2
 
   // Each family's tag in the state, and its name for refusals: one line per family.
   val CountTag: Byte = 1
@@ -293,6 +340,10 @@ object LiveWindow {
   val PercentileTag: Byte = 4
   private val FamilyNames = Map(CountTag -> "count", SumTag -> "sum", DistinctTag -> "distinct",
     PercentileTag -> "percentile")
+
+  private[core] def newAlert(a: LiveAggregate, isAbove: Boolean = false,
+      isBelow: Boolean = true): CertifiedAlert =
+    if (a.above.isEmpty && a.below.isEmpty) null else new CertifiedAlert(a.above, a.below, isAbove, isBelow)
 
   private[core] def writeBytes(out: ByteWriter, bytes: Array[Byte]): Unit = {
     out.varint(bytes.length)
@@ -322,7 +373,9 @@ object LiveWindow {
     val in = new ByteReader(bytes, body)
     if (in.byte() != Magic) throw new CorruptSketchException("not a live window state")
     val version = in.byte()
-    if (version != Version) throw new CorruptSketchException(s"unknown live window state version $version")
+    if (version != 1 && version != Version) {
+      throw new CorruptSketchException(s"unknown live window state version $version")
+    }
     val flags = in.byte()
     if ((flags & ~3) != 0) throw new CorruptSketchException(s"unknown live window state flags $flags")
     val hasTick = (flags & 1) != 0
@@ -336,10 +389,20 @@ object LiveWindow {
       val tag = in.byte()
       val n = in.varint()
       if (n < 0 || n > body) throw new CorruptSketchException("invalid parameter count")
-      (tag, Seq.fill(n.toInt)(java.lang.Double.longBitsToDouble(in.long())))
+      val parameters = Seq.fill(n.toInt)(java.lang.Double.longBitsToDouble(in.long()))
+      val alertFlags = if (version == 1) 0 else in.byte()
+      // A state bit only beside its threshold (bit 2 with bit 0, bit 3 with bit 1).
+      if ((alertFlags & ~15) != 0 || (alertFlags & ~(alertFlags << 2) & 12) != 0) {
+        throw new CorruptSketchException(s"unknown live window alert flags $alertFlags")
+      }
+      val above = if ((alertFlags & 1) != 0) Some(in.long()) else None
+      val below = if ((alertFlags & 2) != 0) Some(in.long()) else None
+      WrittenAggregate(tag, parameters, above, below, (alertFlags & 4) != 0,
+        below.isEmpty || (alertFlags & 8) != 0)
     }
     checkParameters(window, every, aggregates, stateWindow, stateEvery, written)
     val slides = aggregates.map(_.readSlide(window, in)).toArray
+    val alerts = aggregates.zip(written).map { case (a, w) => newAlert(a, w.isAbove, w.isBelow) }.toArray
     // Every slide was last moved to the last tick (none has a time before the first), and
     // the last tick was empty exactly when all of them were.
     val consistent =
@@ -376,18 +439,22 @@ object LiveWindow {
       i += 1
     }
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live window state")
-    new LiveWindow(window, every, aggregates, slides, lastTick, hasTick, lastWasEmpty, ts, which,
+    new LiveWindow(window, every, aggregates, slides, alerts, lastTick, hasTick, lastWasEmpty, ts, which,
       inputs, n.toInt)
   }
 
+  /** An aggregate as a state records it: family, parameters, thresholds and alert states. */
+  private case class WrittenAggregate(tag: Byte, parameters: Seq[Double], above: Option[Long],
+      below: Option[Long], isAbove: Boolean, isBelow: Boolean)
+
   /** Refuses a state made under another window, `every` or aggregate list, naming the change. */
   private def checkParameters(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate],
-      stateWindow: Long, stateEvery: Long, written: Seq[(Byte, Seq[Double])]): Unit = {
-    def shown(tag: Byte, ps: Seq[Double]): String =
-      FamilyNames.get(tag).map(family => s"$family(${ps.mkString(", ")})")
-        .getOrElse(s"an unknown aggregate (tag $tag)")
+      stateWindow: Long, stateEvery: Long, written: Seq[WrittenAggregate]): Unit = {
+    def shown(w: WrittenAggregate): String =
+      FamilyNames.get(w.tag).map(LiveAggregate.describe(_, w.parameters, w.above, w.below))
+        .getOrElse(s"an unknown aggregate (tag ${w.tag})")
     val nowAggregates = aggregates.map(_.describe).mkString(", ")
-    val wasAggregates = written.map { case (tag, ps) => shown(tag, ps) }.mkString(", ")
+    val wasAggregates = written.map(shown).mkString(", ")
     val changed = Seq(
       ("window", stateWindow.toString, window.toString),
       ("every", stateEvery.toString, every.toString),

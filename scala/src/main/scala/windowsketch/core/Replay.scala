@@ -215,17 +215,20 @@ object Replay {
    * Drives a live window as a streaming key would between two restarts: reads `state` (a new
    * window if empty), adds the inputs (big-endian time, aggregate index and input, one long
    * each), advances to `upTo`. `aggregates` is `family:parameter[:percentage...]`, comma
-   * separated (`count:0.01,percentile:0.01:0.5:0.99`). @return the state bytes, then one
-   * line per emitted tick: the tick and each slide's answer, `|`-separated.
+   * separated (`count:0.01,percentile:0.01:0.5:0.99`), a count or sum with thresholds
+   * `count:0.01:above=30:below=5`. @return the state bytes, then one line per emitted
+   * tick: the tick and each slide's answer, `|`-separated, an alert's crossings after its
+   * answer (`,above rise`).
    */
   def liveWindowState(window: Long, every: Long, aggregates: String, state: Array[Byte],
       inputs: Array[Byte], upTo: Long): Array[AnyRef] = {
     val specs = aggregates.split(",").toIndexedSeq.map { a =>
       val parts = a.split(":")
       val p = parts(1).toDouble
+      def threshold(name: String) = parts.collectFirst { case t if t.startsWith(s"$name=") => t.drop(name.length + 1).toLong }
       parts(0) match {
-        case "count" => LiveCountAggregate(p)
-        case "sum" => LiveSumAggregate(p)
+        case "count" => LiveCountAggregate(p, threshold("above"), threshold("below"))
+        case "sum" => LiveSumAggregate(p, threshold("above"), threshold("below"))
         case "distinct" => LiveDistinctAggregate(p)
         case "percentile" => LivePercentileAggregate(p, parts.drop(2).map(_.toDouble).toSeq)
       }
@@ -237,14 +240,18 @@ object Replay {
     val lines = new StringBuilder
     live.advance(upTo, { tick =>
       lines ++= tick.toString
-      live.slides.foreach { slide =>
+      live.slides.indices.foreach { i =>
         lines += '|'
-        lines ++= (slide match {
+        lines ++= (live.slides(i) match {
           case s: LiveCountSlide => s"${s.histogram.estimate},${s.histogram.lowerBound},${s.histogram.upperBound}"
           case s: LiveSumSlide => s"${s.histogram.estimate},${s.histogram.lowerBound},${s.histogram.upperBound}"
           case s: LiveDistinctSlide => s.sketch.registerSums.toString
           case s: LivePercentileSlide => Option(s.answer).fold("null")(_.mkString(","))
         })
+        Option(live.alerts(i)).foreach { alert =>
+          Option(alert.aboveCrossing).foreach(c => lines ++= s",above $c")
+          Option(alert.belowCrossing).foreach(c => lines ++= s",below $c")
+        }
       }
       lines += '\n'
     })

@@ -12,7 +12,8 @@ import windowsketch.core._
 /**
  * One aggregate of [[SlidingWindow]]: a family applied to a column, named in the output.
  * Build them with [[LiveColumn.count]], [[LiveColumn.sum]], [[LiveColumn.distinct]] and
- * [[LiveColumn.percentile]]; rename with [[as]].
+ * [[LiveColumn.percentile]]; rename with [[as]]; add alerts to a count or sum with
+ * [[alertAbove]] and [[alertBelow]].
  */
 final case class LiveColumn private (
     family: String,
@@ -20,8 +21,24 @@ final case class LiveColumn private (
     name: String,
     eps: Double,
     percentages: Seq[Double] = Nil,
-    singlePercentage: Boolean = false) {
+    singlePercentage: Boolean = false,
+    above: Option[Long] = None,
+    below: Option[Long] = None) {
   def as(alias: String): LiveColumn = copy(name = alias)
+
+  /**
+   * An alert on the certified bounds: the struct gains a field `above`, "rise" at the tick
+   * where the lower bound passes `threshold` and "fall" where the upper bound is back at or
+   * under it, NULL at other ticks (so no alert is false, and none flaps).
+   */
+  def alertAbove(threshold: Long): LiveColumn = copy(above = Some(threshold))
+
+  /**
+   * An alert on the certified bounds: the struct gains a field `below`, "fall" at the tick
+   * where the upper bound goes under `threshold` and "rise" where the lower bound is back at
+   * or over it, NULL at other ticks. A new key starts at 0, under it.
+   */
+  def alertBelow(threshold: Long): LiveColumn = copy(below = Some(threshold))
 }
 
 object LiveColumn {
@@ -62,36 +79,46 @@ object SlidingWindow {
 
   /** A family's part on the Spark side: its input column, its state and its output. */
   private sealed trait Family extends Serializable {
+    /** Its answer has certified bounds (a [[BoundedSlide]]): it can carry alerts. */
+    def bounded: Boolean = false
     def aggregate(c: LiveColumn): LiveAggregate
     /** The input as a column the state function reads (NULL: no input for this row). */
     def input(c: LiveColumn, dataType: DataType): Column
     /** The input of row `r` at `i` (not NULL) in the slide's encoding. */
     def encode(r: Row, i: Int): Long
     def outputType(c: LiveColumn): DataType
-    /** Reads the aggregate's answer off its slide at a tick, as a Spark value. */
-    def reader(c: LiveColumn): LiveSlide => Any
+    /** Reads the aggregate's answer off its slide (and alert, if any) at a tick, as a Spark value. */
+    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any
   }
 
-  private val BoundsType = StructType(Seq("estimate", "lower", "upper").map(
-    StructField(_, LongType, nullable = false)))
+  /** Counts and sums: STRUCT(estimate, lower, upper), then a crossing field per threshold. */
+  private trait BoundedFamily extends Family {
+    override def bounded: Boolean = true
+    def outputType(c: LiveColumn): DataType = StructType(
+      Seq("estimate", "lower", "upper").map(StructField(_, LongType, nullable = false)) ++
+        c.above.map(_ => StructField("above", StringType)) ++ c.below.map(_ => StructField("below", StringType)))
+    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any = {
+      val (above, below) = (c.above.isDefined, c.below.isDefined)
+      val read: (LiveSlide, CertifiedAlert) => Any = {
+        case (s: BoundedSlide, alert) =>
+          Row.fromSeq(Seq(s.estimate, s.lower, s.upper) ++
+            (if (above) Seq(alert.aboveCrossing) else Nil) ++ (if (below) Seq(alert.belowCrossing) else Nil))
+      }
+      read
+    }
+  }
 
-  private def bounds(estimate: Long, lower: Long, upper: Long): Row = Row(estimate, lower, upper)
-
-  private object CountFamily extends Family {
-    def aggregate(c: LiveColumn): LiveAggregate = LiveCountAggregate(c.eps)
+  private object CountFamily extends BoundedFamily {
+    def aggregate(c: LiveColumn): LiveAggregate = LiveCountAggregate(c.eps, c.above, c.below)
     def input(c: LiveColumn, dataType: DataType): Column = {
       if (dataType != BooleanType) refuse(c, s"must be BOOLEAN (which rows are events), got ${dataType.sql}")
       when(c.input, lit(1L))
     }
     def encode(r: Row, i: Int): Long = 1L
-    def outputType(c: LiveColumn): DataType = BoundsType
-    def reader(c: LiveColumn): LiveSlide => Any = {
-      case s: LiveCountSlide => bounds(s.histogram.estimate, s.histogram.lowerBound, s.histogram.upperBound)
-    }
   }
 
-  private object SumFamily extends Family {
-    def aggregate(c: LiveColumn): LiveAggregate = LiveSumAggregate(c.eps)
+  private object SumFamily extends BoundedFamily {
+    def aggregate(c: LiveColumn): LiveAggregate = LiveSumAggregate(c.eps, c.above, c.below)
     def input(c: LiveColumn, dataType: DataType): Column = dataType match {
       // A 0 adds nothing: no input, so it keeps no key alive.
       case ByteType | ShortType | IntegerType | LongType => when(c.input =!= 0, c.input.cast(LongType))
@@ -102,10 +129,6 @@ object SlidingWindow {
       if (v < 0) throw new IllegalArgumentException(s"$Name: sum takes non-negative values, got $v")
       v
     }
-    def outputType(c: LiveColumn): DataType = BoundsType
-    def reader(c: LiveColumn): LiveSlide => Any = {
-      case s: LiveSumSlide => bounds(s.histogram.estimate, s.histogram.lowerBound, s.histogram.upperBound)
-    }
   }
 
   private object DistinctFamily extends Family {
@@ -114,10 +137,10 @@ object SlidingWindow {
     def input(c: LiveColumn, dataType: DataType): Column = when(c.input.isNotNull, xxhash64(c.input))
     def encode(r: Row, i: Int): Long = r.getLong(i)
     def outputType(c: LiveColumn): DataType = LongType
-    def reader(c: LiveColumn): LiveSlide => Any = {
+    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any = {
       val estimator = new DistinctEstimator(c.eps)
-      val read: LiveSlide => Any = {
-        case s: LiveDistinctSlide =>
+      val read: (LiveSlide, CertifiedAlert) => Any = {
+        case (s: LiveDistinctSlide, _) =>
           if (s.isEmpty) 0L
           else { val (zInverse, zeros) = s.sketch.registerSums; estimator.estimate(zInverse, zeros) }
       }
@@ -134,10 +157,10 @@ object SlidingWindow {
     def encode(r: Row, i: Int): Long = java.lang.Double.doubleToRawLongBits(r.getDouble(i))
     def outputType(c: LiveColumn): DataType =
       if (c.singlePercentage) DoubleType else ArrayType(DoubleType, containsNull = false)
-    def reader(c: LiveColumn): LiveSlide => Any = {
+    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any = {
       val single = c.singlePercentage
-      val read: LiveSlide => Any = {
-        case s: LivePercentileSlide =>
+      val read: (LiveSlide, CertifiedAlert) => Any = {
+        case (s: LivePercentileSlide, _) =>
           val values = s.answer
           if (values == null) null else if (single) values(0) else values.toSeq
       }
@@ -181,6 +204,12 @@ object SlidingWindow {
       }
     val families = aggregates.map(c => Families.getOrElse(c.family, throw new IllegalArgumentException(
       s"$Name: unknown aggregate family ${c.family} (known: ${Families.keys.toSeq.sorted.mkString(", ")})")))
+    aggregates.zip(families).foreach { case (c, f) =>
+      if ((c.above.isDefined || c.below.isDefined) && !f.bounded) {
+        throw new IllegalArgumentException(s"$Name: ${c.family} `${c.name}`: alerts fire on " +
+          "certified bounds, which only count and sum have")
+      }
+    }
     val inputs = aggregates.zip(families).map { case (c, f) => f.input(c, in.typeOf(c.input)) }
     val (axisWindow, axisEvery) = (in.window, in.every)
     val specs = aggregates.zip(families).map { case (c, f) =>
@@ -206,7 +235,7 @@ object SlidingWindow {
         }
       }
       live.advance(upTo, tick => out += Row.fromSeq(key.toSeq ++ (tick +: readers.indices.map(
-        i => readers(i)(live.slides(i))))))
+        i => readers(i)(live.slides(i), live.alerts(i))))))
       if (live.isLive) Some((live.toBytes, live.nextTick)) else None
     }
   }
@@ -215,7 +244,8 @@ object SlidingWindow {
    * The operator from a JSON description, as Python and Spark Connect clients send it:
    * `{"key": [...], "ts": ..., "window": ..., "every": ..., "lateness": ... or null,
    * "aggregates": [{"family", "name", "input" (a column of `events`), "eps",
-   * "percentages" (for percentile), "single" (one percentage: a DOUBLE result)}]}`.
+   * "percentages" (for percentile), "single" (one percentage: a DOUBLE result), "above" and
+   * "below" (alert thresholds of a count or sum, or null)}]}`.
    */
   def fromJson(events: DataFrame, json: String): DataFrame = {
     val spec = new ObjectMapper().readTree(json)
@@ -223,10 +253,12 @@ object SlidingWindow {
       .map(_.asText).getOrElse(throw new IllegalArgumentException(s"$Name: missing `$field`"))
     // By index: one source for Scala 2.12 and 2.13, whose Java converters differ.
     def items(node: JsonNode): Seq[JsonNode] = if (node == null) Nil else (0 until node.size).map(node.get)
+    def threshold(node: JsonNode, field: String): Option[Long] =
+      Option(node.get(field)).filter(!_.isNull).map(_.asText.toLong)
     val aggregates = items(spec.get("aggregates")).map { a =>
       LiveColumn(text(a, "family"), col(text(a, "input")), text(a, "name"), text(a, "eps").toDouble,
         items(a.get("percentages")).map(_.asDouble),
-        Option(a.get("single")).exists(_.asBoolean))
+        Option(a.get("single")).exists(_.asBoolean), threshold(a, "above"), threshold(a, "below"))
     }
     apply(events, items(spec.get("key")).map(_.asText), text(spec, "ts"),
       text(spec, "window"), text(spec, "every"), aggregates,
