@@ -128,6 +128,7 @@ final case class LiveDistinctAggregate(rsd: Double) extends LiveAggregate {
     if (s.window != window || s.rsd != rsd) {
       throw new CorruptSketchException("a live distinct count's sketch has other parameters")
     }
+    s.resumeInOrder() // a live slide only ever sees inputs in time order
     new LiveDistinctSlide(s)
   }
 }
@@ -135,7 +136,7 @@ final case class LiveDistinctAggregate(rsd: Double) extends LiveAggregate {
 final class LiveDistinctSlide(val sketch: SlidingHyperLogLog) extends LiveSlide {
   def add(ts: Long, input: Long): Unit = sketch.add(ts, input)
   def advanceTo(tick: Long): Unit = sketch.advanceTo(tick)
-  def isEmpty: Boolean = sketch.pairCount == 0
+  def isEmpty: Boolean = sketch.windowIsEmpty
   def end: Option[Long] = if (sketch.hasTime) Some(sketch.now) else None
   private[core] def writeTo(out: ByteWriter): Unit =
     LiveWindow.writeBytes(out, SketchFormat.serializeDistinct(sketch))

@@ -134,6 +134,24 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
     out
   }
 
+  /** True when no register holds a pair inside the window ending at `now`. */
+  def windowIsEmpty: Boolean = registerSums._2 == m
+
+  /**
+   * Takes up the running sums and the expiry heap again, so rows that come in time order
+   * from here on cost O(1) amortized, as if they always had (a live key's sketch read back
+   * from its state, where each tick would otherwise recompute every register). Answers are
+   * unchanged: the sums are exact.
+   */
+  def resumeInOrder(): Unit = if (!ordered) {
+    recompute()
+    heapSize = 0
+    java.util.Arrays.fill(heapSlot, 0)
+    var j = 0
+    while (j < m) { if (starts(j) < ends(j)) headChanged(j); j += 1 }
+    ordered = true
+  }
+
   /** Pairs held inside the window, a measure of the state's size. */
   def pairCount: Int = {
     var n = 0
