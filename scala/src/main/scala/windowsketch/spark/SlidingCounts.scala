@@ -1,6 +1,7 @@
 package windowsketch.spark
 
 import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.types._
 
@@ -67,7 +68,13 @@ object SlidingCounts {
   }
 
   private def toRow(key: Row, row: LiveRow, alerts: Boolean): Row = {
-    val counts = Seq(row.tick, row.estimate, row.lower, row.upper)
-    Row.fromSeq(key.toSeq ++ counts ++ (if (alerts) Seq(row.alert, row.crossing) else Nil))
+    val n = key.length
+    val values = LiveInput.keyPrefix(key, n, if (alerts) 6 else 4)
+    values(n) = row.tick
+    values(n + 1) = row.estimate
+    values(n + 2) = row.lower
+    values(n + 3) = row.upper
+    if (alerts) { values(n + 4) = row.alert; values(n + 5) = row.crossing }
+    new GenericRow(values)
   }
 }

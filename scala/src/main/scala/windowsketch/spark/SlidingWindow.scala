@@ -3,6 +3,7 @@ package windowsketch.spark
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import org.apache.spark.sql.{Column, DataFrame, Row}
+import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
 import org.apache.spark.sql.types._
 
@@ -101,8 +102,13 @@ object SlidingWindow {
       val (above, below) = (c.above.isDefined, c.below.isDefined)
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: BoundedSlide, alert) =>
-          Row.fromSeq(Seq(s.estimate, s.lower, s.upper) ++
-            (if (above) Seq(alert.aboveCrossing) else Nil) ++ (if (below) Seq(alert.belowCrossing) else Nil))
+          val values = new Array[Any](3 + (if (above) 1 else 0) + (if (below) 1 else 0))
+          values(0) = s.estimate
+          values(1) = s.lower
+          values(2) = s.upper
+          if (above) values(3) = alert.aboveCrossing
+          if (below) values(values.length - 1) = alert.belowCrossing
+          new GenericRow(values)
       }
       read
     }
@@ -234,8 +240,14 @@ object SlidingWindow {
           i += 1
         }
       }
-      live.advance(upTo, tick => out += Row.fromSeq(key.toSeq ++ (tick +: readers.indices.map(
-        i => readers(i)(live.slides(i), live.alerts(i))))))
+      val n = key.length
+      live.advance(upTo, { tick =>
+        val values = LiveInput.keyPrefix(key, n, 1 + readers.length)
+        values(n) = tick
+        var i = 0
+        while (i < readers.length) { values(n + 1 + i) = readers(i)(live.slides(i), live.alerts(i)); i += 1 }
+        out += new GenericRow(values)
+      })
       if (live.isLive) Some((live.toBytes, live.nextTick)) else None
     }
   }
