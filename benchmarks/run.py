@@ -40,6 +40,8 @@ class Sizes:
     stream_events: int
     churn_keys: int
     churn_events: int
+    churn_batches: int
+    live_warm_up: bool  # run every live query once before the measured run
     stored_sketches: int
     column_sketches: int
     sum_rows: int
@@ -53,7 +55,8 @@ QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
               sliding_budget=2 * 10**8, group_rows=200_000, group_keys=10_000,
               state_events=100_000, state_windows=[10**3, 10**6, 10**9],
               synthetic_rows=50_000, stream_keys=100, stream_events=50_000,
-              churn_keys=5_000, churn_events=100_000, stored_sketches=5_000,
+              churn_keys=5_000, churn_events=100_000, churn_batches=4, live_warm_up=False,
+              stored_sketches=5_000,
               column_sketches=20_000, sum_rows=100_000, percentile_rows=100_000,
               percentile_window=1_000, percentile_sliding_rows=300, percentile_keys=[10**3])
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
@@ -61,7 +64,8 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
              state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
              synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000,
-             churn_keys=200_000, churn_events=2_000_000, stored_sketches=100_000,
+             churn_keys=200_000, churn_events=2_000_000, churn_batches=12, live_warm_up=True,
+             stored_sketches=100_000,
              column_sketches=1_000_000, sum_rows=3_000_000, percentile_rows=1_000_000,
              percentile_window=10_000, percentile_sliding_rows=500, percentile_keys=[10**4, 10**6])
 
@@ -756,12 +760,17 @@ def live_queries(events) -> dict:
     from windowsketch.functions import approx_window_count
     from windowsketch.streaming import sliding_counts, sliding_window
 
-    every_family = [live.count(F.lit(True)), live.sum("x"), live.distinct("x"),
-                    live.percentile("x", [0.5, 0.99])]
+    families = {"count": live.count(F.lit(True)), "sum": live.sum("x"),
+                "distinct": live.distinct("x"), "p50 and p99": live.percentile("x", [0.5, 0.99])}
+
+    def window(*names):
+        return (sliding_window(events, "key", "ts", "1 hour", "1 minute",
+                               [families[n] for n in names]), "append")
+
     return {
         "sliding_counts": (sliding_counts(events, "key", "ts", "1 hour", "1 minute"), "append"),
-        "sliding_window: count, sum, distinct, p50 and p99": (
-            sliding_window(events, "key", "ts", "1 hour", "1 minute", every_family), "append"),
+        f"sliding_window: {', '.join(families)}": window(*families),
+        **{f"sliding_window: {name} alone": window(name) for name in families},
         KEYED_FLOOR: (
             events.groupBy("key").count(), "update"),
         "groupBy(key).agg(approx_window_count)": (events.groupBy("key").agg(
@@ -790,7 +799,7 @@ def live_counts(spark, sizes, report, workdir):
 
     from pyspark.sql import functions as F
 
-    span, batches, life = 24 * 3600, 12, 300
+    span, batches, life = 24 * 3600, sizes.churn_batches, 300
     source = os.path.join(workdir, "churn-in")
     os.makedirs(source)
     per_batch = sizes.churn_events // batches
@@ -815,10 +824,12 @@ def live_counts(spark, sizes, report, workdir):
         return (spark.readStream.schema("key BIGINT, ts TIMESTAMP, x BIGINT")
                 .option("maxFilesPerTrigger", 1).parquet(folder).withWatermark("ts", "1 minute"))
 
-    for i, (df, mode) in enumerate(live_queries(events(source)).values()):
+    for i, (df, mode) in enumerate(live_queries(events(source)).values() if sizes.live_warm_up else []):
         run_stream(df, mode, os.path.join(workdir, f"churn-warm-up-ckpt-{i}"))
     queries = live_queries(events(source))
-    live_operators = tuple(queries)[:2]
+    # Every row is an input of every family but the sum (x may be 0), so these operators'
+    # keys are live exactly when they hold an event.
+    live_operators = [name for name in queries if "sliding" in name and "sum alone" not in name]
     lines = []
     live_rows: dict[str, list[int]] = {}
     for i, (name, (df, mode)) in enumerate(queries.items()):
@@ -859,8 +870,6 @@ def live_counts(spark, sizes, report, workdir):
                            .select("key").distinct().count())
     live_keys = float(np.median(live_counts))
     report.add("live", "keys live after a batch (counted)", "median", live_keys, "keys")
-    # Every row of every key is an event of every family but the sum (x may be 0), so both
-    # live operators' keys are live exactly when they hold an event.
     gap = max(max(abs(a - b) for a, b in zip(rows, live_counts)) if len(rows) == len(live_counts)
               else -1 for rows in live_rows.values())
     report.add("live", "live operators", "largest |state rows - live keys| over batches",
@@ -875,8 +884,9 @@ def live_counts(spark, sizes, report, workdir):
         f"the last tick the batch emitted, or after that tick): median {live_keys:,.0f}; "
         f"the live operators' state rows differ from it by at most {gap} after any batch. "
         "State rows and bytes as the state store reports them "
-        "after each micro-batch (memoryUsedBytes); events/s over the data batches of a second run "
-        "(every query ran once before, in turn, to warm up the JIT).")
+        "after each micro-batch (memoryUsedBytes); events/s over the data batches" +
+        (" of a second run (every query ran once before, in turn, to warm up the JIT)."
+         if sizes.live_warm_up else " of a first run (--quick: no warm-up run, so the first query pays the JIT's)."))
 
 
 def plots(out, window_plot, state_plot):
