@@ -33,6 +33,12 @@ def pytest_addoption(parser):
         "--spark-lines", default="", metavar="LINES",
         help="also run the suite on other supported Spark lines, each in a virtualenv of its "
              "own with one release wheel (tests/lines): 'all', or a list such as 3.5,4.1")
+    parser.addoption(
+        "--params-per-test", type=int, default=0, metavar="K",
+        help="run at most K parametrizations of each test function, chosen by a hash salted "
+             "with the Spark line, so each line runs a different share (the line matrix's "
+             "lean runs: every test function on every line, every case on the main line); "
+             "0, the default, runs all")
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -46,6 +52,17 @@ def pytest_collection_modifyitems(config, items):
     # The other lines' tests only wait for results worked out in the background while
     # the rest runs (tests/lines): so they go last.
     items.sort(key=lambda item: item.path.parent.name == "lines")
+    per_test = config.getoption("--params-per-test")
+    if per_test > 0:
+        cases: dict[tuple, list] = {}
+        for item in items:
+            cases.setdefault((item.path, getattr(item, "originalname", item.name)), []).append(item)
+        dropped = set()
+        for group in cases.values():
+            ranked = sorted(group, key=lambda item: zlib.crc32(f"{SPARK_LINE} {item.nodeid}".encode()))
+            dropped.update(id(item) for item in ranked[per_test:])
+        config.hook.pytest_deselected(items=[item for item in items if id(item) in dropped])
+        items[:] = [item for item in items if id(item) not in dropped]
 
 
 def pytest_collection_finish(session):

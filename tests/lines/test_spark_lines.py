@@ -5,7 +5,8 @@ jar, from a clean copy of the checkout. Then, for each line other than the insta
 pyspark's, in a virtualenv holding that line's pyspark from PyPI:
 
 1. installing the wheel keeps that pyspark;
-2. the suite passes there (SUITES says which parts);
+2. the suite passes there (SUITES says which parts; each parametrized test with at most
+   PARAMS_PER_TEST of its cases, a different share per line);
 3. a jar of every other line is refused with a message naming the right one, through the
    extension, register() and sliding_counts;
 4. installing a clean copy from source builds this line's jar, and the SQL quickstart,
@@ -67,6 +68,9 @@ SUITES = {"3.5": ["tests/core", *_SPARK_FACING, *_NO_PYARROW],
           **{line: [*_SPARK_FACING, *_SCALA_213] for line in ("4.0", "4.1", "4.2", "4.3")}}
 assert set(SUITES) == set(TESTED_PYSPARK) == {line.line for line in LINES}
 STEPS = ("wheel", "suite", "refused", "source")
+# Each line runs every test function, with at most this many of its parametrizations (a
+# different share on each line, conftest.py); the main line runs every case.
+PARAMS_PER_TEST = 3
 assert set(EXPECTED_SKIPS) == set(SUITES)
 
 #: Per line, the suite's summary ("512 passed, 1 skipped in 250.3s"), for the report.
@@ -178,7 +182,8 @@ def install_wheel(venv: Venv, wheel: str) -> None:
 
 def run_suite(venv: Venv) -> None:
     result = venv.run(venv.python, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                      "-o", "addopts=-ra", *SUITES[venv.line], timeout=3600, check=False)
+                      "-o", "addopts=-ra", f"--params-per-test={PARAMS_PER_TEST}",
+                      *SUITES[venv.line], timeout=3600, check=False)
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     RESULTS[venv.line] = f"pyspark {venv.version}: {summary}"
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-3000:]
