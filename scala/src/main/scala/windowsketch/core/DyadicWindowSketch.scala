@@ -235,16 +235,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     }
   }
 
-  /** The first index in [from, to) whose lo is greater than `ts` (binary search). */
-  private def firstAfter(ts: Long, from: Int, to: Int): Int = {
-    var low = from
-    var high = to
-    while (low < high) {
-      val m = (low + high) >>> 1
-      if (los(m) > ts) high = m else low = m + 1
-    }
-    low
-  }
+  private def firstAfter(ts: Long, from: Int, to: Int): Int = NodeOrder.firstAfter(los, ts, from, to)
 
   /** Visits the nodes after [[compress]], in pre-order, as (level, lo, count). */
   def foreachNode(f: (Int, Long, Long) => Unit): Unit = {
@@ -326,7 +317,7 @@ object DyadicWindowSketch {
   /** The node cap: past it the sketch coarsens eps (and says so) rather than grow. */
   val MaxNodes = 4096
 
-  private def heightFor(window: Long): Int =
+  private[core] def heightFor(window: Long): Int =
     math.min(62, 64 - java.lang.Long.numberOfLeadingZeros(window - 1))
 
   /** A node's fields: level (int), lo (long) and count (long). */
@@ -371,7 +362,7 @@ private final class NodeBuffer(capacity: Int) {
   }
 }
 
-/** Sorts node indices by (lo ascending, level descending) with a primitive merge sort. */
+/** Pre-order of dyadic nodes, (lo ascending, level descending): sorting and searching. */
 private object NodeOrder {
   /**
    * The indices of the n nodes in pre-order, by a stable merge sort over the ascending runs
@@ -421,6 +412,17 @@ private object NodeOrder {
       val t = src; src = dst; dst = t
     }
     src
+  }
+
+  /** The first index in [from, to) whose lo is greater than `ts` (binary search). */
+  def firstAfter(los: Array[Long], ts: Long, from: Int, to: Int): Int = {
+    var low = from
+    var high = to
+    while (low < high) {
+      val m = (low + high) >>> 1
+      if (los(m) > ts) high = m else low = m + 1
+    }
+    low
   }
 
   /** Pre-order: node (level x, lo x) comes before node (level y, lo y). */

@@ -363,6 +363,88 @@ object Replay {
   def quantilesOf(s: SlidingQuantiles, percentageBytes: Array[Byte]): Array[Double] =
     s.count.toDouble +: doubles(percentageBytes).map(s.quantile)
 
+  /** Doubles reported per answer by [[momentsPerRow]] and [[momentsMerged]]. */
+  val MomentsWidth: Int = 2 + 3 * 5
+
+  /**
+   * The window's moments after each row, rows in the given order (any), one sketch;
+   * `values` a big-endian double per row, `present` a byte per row (0: NULL). Per row, as
+   * big-endian doubles: the count's lower and upper bounds, then (estimate, lower, upper)
+   * of avg, var_pop, var_samp, stddev_pop and stddev_samp (NaN where Spark answers NULL),
+   * then the node count, the effective eps and 1 if the sketch's invariant holds.
+   */
+  def momentsPerRow(window: Long, eps: Double, timestamps: Array[Byte], values: Array[Byte],
+      present: Array[Byte]): Array[Byte] = {
+    val s = new SlidingMoments(window, eps)
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    val out = ByteBuffer.allocate(present.length * 8 * (MomentsWidth + 3))
+    var i = 0
+    while (i < present.length) {
+      val ts = t.getLong()
+      val value = v.getDouble()
+      if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
+      putMoments(out, s.moments)
+      out.putDouble(s.nodeCount.toDouble)
+      out.putDouble(s.effectiveEps)
+      // A check costs O(n log n): every 16th row and the last.
+      out.putDouble(if (i % 16 != 15 && i != present.length - 1) 1.0
+        else { s.compress(); if (s.checkInvariant().isEmpty) 1.0 else 0.0 })
+      i += 1
+    }
+    out.array()
+  }
+
+  /**
+   * Rows split into partial sketches by `parts` (a byte per row), each fed in the given
+   * order, folded linearly as Spark merges partial aggregates, then the window ending at
+   * `end` of each length in `lengths`: [[MomentsWidth]] doubles each, as [[momentsPerRow]].
+   */
+  def momentsMerged(window: Long, eps: Double, timestamps: Array[Byte], values: Array[Byte],
+      present: Array[Byte], parts: Array[Byte], end: Long, lengths: Array[Byte]): Array[Byte] = {
+    val partials = scala.collection.mutable.TreeMap.empty[Int, SlidingMoments]
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    var i = 0
+    while (i < present.length) {
+      val s = partials.getOrElseUpdate(parts(i).toInt, new SlidingMoments(window, eps))
+      val ts = t.getLong()
+      val value = v.getDouble()
+      if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
+      i += 1
+    }
+    val total = new SlidingMoments(window, eps)
+    partials.values.foreach(total.merge)
+    momentsAnswers(total, end, lengths)
+  }
+
+  /** The moments of `s`'s window ending at `end` of each length in `lengths`, as [[momentsMerged]]. */
+  def momentsAnswers(s: SlidingMoments, end: Long, lengths: Array[Byte]): Array[Byte] = {
+    val l = ByteBuffer.wrap(lengths)
+    val out = ByteBuffer.allocate(lengths.length * MomentsWidth)
+    while (l.hasRemaining) putMoments(out, s.momentsAt(end, l.getLong()))
+    out.array()
+  }
+
+  /** A moments sketch of these rows (any order), for format tests. */
+  def momentsSketch(window: Long, eps: Double, microseconds: Boolean, timestamps: Array[Byte],
+      values: Array[Byte]): SlidingMoments = {
+    val s = new SlidingMoments(window, eps)
+    s.microsecondTime = microseconds
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    while (t.hasRemaining) s.add(t.getLong(), v.getDouble())
+    s
+  }
+
+  private def putMoments(out: ByteBuffer, m: WindowMoments): Unit = {
+    out.putDouble(m.countLower.toDouble)
+    out.putDouble(m.countUpper.toDouble)
+    Seq(m.avg, m.variance(false), m.variance(true), m.stddev(false), m.stddev(true)).foreach { a =>
+      if (a == null) (0 until 3).foreach(_ => out.putDouble(Double.NaN)) else a.foreach(x => out.putDouble(x))
+    }
+  }
+
   private def doubles(bytes: Array[Byte]): Array[Double] = {
     val out = new Array[Double](bytes.length / 8)
     ByteBuffer.wrap(bytes).asDoubleBuffer().get(out)

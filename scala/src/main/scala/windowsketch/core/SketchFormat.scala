@@ -16,12 +16,15 @@ object SketchFormat {
   val KindDistinct: Byte = 3
   /** Kind byte: the percentiles' window, exact mode (every value with its time). */
   val KindQuantiles: Byte = 4
+  /** Kind byte: the moments' dyadic nodes, each with its (n, mean, M2). */
+  val KindMoments: Byte = 5
 
   /** What each kind is, as users know it: for the error when a reader gets another kind. */
   private def describeKind(kind: Byte): String = kind match {
     case KindHistogram | KindDyadic => "a count sketch (window_sketch)"
     case KindDistinct => "a distinct-count sketch (window_distinct_sketch)"
     case KindQuantiles => "a percentile sketch (window_percentile_sketch)"
+    case KindMoments => "a moments sketch (window_moments_sketch)"
     case other => throw new CorruptSketchException(s"unknown sketch kind $other")
   }
 
@@ -218,6 +221,69 @@ object SketchFormat {
     val s = new SlidingQuantiles(h.window, h.eps)
     s.microsecondTime = h.microseconds
     s.restore(h.hasTime, h.now, times, values, n.toInt)
+    s
+  }
+
+  /**
+   * A moments sketch (kind 5): the header, the collapse parameter c, the node count, then
+   * the nodes in pre-order, each as its level, its lo (a step back from now for the
+   * first, forward from the previous one after), its count and its mean's and M2's 8 bytes.
+   */
+  def serializeMoments(s: SlidingMoments): Array[Byte] = {
+    s.compress()
+    val out = header(KindMoments, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 20 * s.nodeCount)
+    out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
+    out.varint(s.nodeCount)
+    var previous = 0L
+    var first = true
+    s.foreachNode { (level, lo, n, mean, m2) =>
+      out.byte(level)
+      out.varint(if (first) s.now - lo else lo - previous)
+      out.varint(n)
+      out.long(java.lang.Double.doubleToRawLongBits(mean))
+      out.long(java.lang.Double.doubleToRawLongBits(m2))
+      previous = lo
+      first = false
+    }
+    finish(out)
+  }
+
+  /** Reads [[serializeMoments]], validated like the other kinds (docs/moments.md). */
+  def deserializeMoments(bytes: Array[Byte]): SlidingMoments = {
+    val (in, h) = readHeader(bytes)
+    requireFamily(h.kind, KindMoments)
+    if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
+      throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")
+    }
+    val s = new SlidingMoments(h.window, h.eps)
+    s.microsecondTime = h.microseconds
+    val check = java.lang.Double.longBitsToDouble(in.long())
+    if (!(check >= h.eps / 2 && check <= SlidingMoments.MaxCheck)) {
+      throw new CorruptSketchException(s"invalid collapse parameter $check")
+    }
+    val n = in.varint()
+    // A node takes at least 19 bytes: a count beyond that is damage, not a big sketch.
+    if (n < 0 || n > bytes.length / 19 || (n > 0 && !h.hasTime)) {
+      throw new CorruptSketchException(s"invalid node count $n")
+    }
+    val nodes = new MomentNodes(n.toInt)
+    var previous = 0L
+    var i = 0
+    while (i < n) {
+      val level = in.byte().toInt
+      val step = in.varint()
+      val fits = if (i == 0) java.lang.Long.compareUnsigned(step, h.now - Long.MinValue) <= 0
+        else java.lang.Long.compareUnsigned(step, Long.MaxValue - previous) <= 0
+      if (!fits) throw new CorruptSketchException(s"invalid node at position $i")
+      val lo = if (i == 0) h.now - step else previous + step
+      nodes.add(level, lo, in.varint(), java.lang.Double.longBitsToDouble(in.long()),
+        java.lang.Double.longBitsToDouble(in.long()))
+      previous = lo
+      i += 1
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    s.restore(h.hasTime, h.now, check, nodes)
+    s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
     s
   }
 

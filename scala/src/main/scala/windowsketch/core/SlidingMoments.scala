@@ -1,0 +1,424 @@
+package windowsketch.core
+
+/**
+ * The count, mean and M2 (the sum of squared deviations from the mean) of the values in
+ * the sliding window `(now - window, now]`, in any order and through merges, for averages,
+ * variances and standard deviations (proof: docs/moments.md).
+ *
+ * Time is cut into dyadic nodes as in [[DyadicWindowSketch]]; each node holds the exact
+ * (n, mean, M2) of the values it absorbed, combined by the pairwise formula ([[Moments]]).
+ * A subtree collapses into its root w only when, with T the values of w's subtree and of
+ * w's ancestors and R those of the nodes wholly after w,
+ *
+ *   (I) n_T + 1 <= c n_R      (M) sum over T of (x - mean_R)^2 <= c M2_R
+ *
+ * with c = eps / 2 (doubled by the node cap, as the count sketch's). A query reads the
+ * nodes inside the window (L) exactly and the nodes straddling its start (X, one
+ * root-to-leaf path) as a whole: n_X <= c n_L and sum over X of (x - mean_L)^2 <= 2c M2_L,
+ * which certifies the brackets of [[WindowMoments]] and bounds their width: the variance
+ * and standard deviation within eps relative error, the mean within eps times the
+ * window's population standard deviation. A window of equal values answers variance 0
+ * exactly.
+ */
+final class SlidingMoments(val window: Long, val eps: Double) extends SketchAxis {
+  ExponentialHistogram.checkParameters(window, eps)
+
+  var microsecondTime = false
+  /** Levels 0..height; the root level spans at least the window. */
+  val height: Int = DyadicWindowSketch.heightFor(window)
+
+  private var check = eps / 2
+  // Compressed nodes in pre-order, and nodes not yet compressed (events, foreign nodes).
+  private var nodes = new MomentNodes(0)
+  private var pending = new MomentNodes(0)
+  private var seenAny = false
+  private var nowTs = 0L
+
+  def hasTime: Boolean = seenAny
+  def now: Long = nowTs
+
+  /** The eps the answers are guaranteed to: `eps`, unless the node cap had to coarsen it. */
+  def effectiveEps: Double = 2 * check
+
+  /** Nodes held, compressed or not. */
+  def nodeCount: Int = nodes.size + pending.size
+
+  /** Adds the value `x` at `ts`, in any order: O(1) amortized. */
+  def add(ts: Long, x: Double): Unit = {
+    if (java.lang.Double.isNaN(x) || java.lang.Double.isInfinite(x)) {
+      throw new IllegalArgumentException(s"a value must be finite, got $x")
+    }
+    advanceTo(ts)
+    if (afterEdge(ts)) addPending(0, ts, 1L, x, 0.0)
+  }
+
+  def advanceTo(ts: Long): Unit =
+    if (!seenAny || ts > nowTs) { nowTs = ts; seenAny = true }
+
+  def merge(other: SlidingMoments): Unit = {
+    if (other.window != window || other.eps != eps || other.microsecondTime != microsecondTime) {
+      throw new IllegalArgumentException(
+        s"cannot merge moments sketches of (window, eps) ($window, $eps) and " +
+          s"(${other.window}, ${other.eps})" +
+          (if (other.microsecondTime != microsecondTime) " on different time axes" else ""))
+    }
+    if (other.seenAny) advanceTo(other.nowTs)
+    check = math.max(check, other.check)
+    Seq(other.nodes, other.pending).foreach { from =>
+      var i = 0
+      while (i < from.size) {
+        addPending(from.levels(i), from.los(i), from.counts(i), from.means(i), from.m2s(i))
+        i += 1
+      }
+    }
+  }
+
+  /** The window `(now - window, now]`'s moments. */
+  def moments: WindowMoments = momentsAt(nowTs, window)
+
+  /**
+   * The moments of the window `(end - length, end]`, any `length` up to `window` and any
+   * `end` from `now` on: the invariants do not depend on the window, so sub-windows keep
+   * the guarantee.
+   */
+  def momentsAt(end: Long, length: Long): WindowMoments = {
+    require(length > 0 && length <= window, s"sub-window $length must be in [1, $window]")
+    require(!seenAny || end >= nowTs, s"the window must end at or after now ($nowTs), not $end")
+    val inside = new Moments
+    val straddling = new Moments
+    def starts(ts: Long): Boolean = ts <= end && java.lang.Long.compareUnsigned(end - ts, length) < 0
+    Seq(nodes, pending).foreach { from =>
+      var i = 0
+      while (i < from.size) {
+        val lo = from.los(i)
+        val into = if (starts(lo)) inside
+          else if (lo < end && starts(math.min(last(from.levels(i), lo), end))) straddling
+          else null
+        if (into != null) into.add(from.counts(i), from.means(i), from.m2s(i))
+        i += 1
+      }
+    }
+    new WindowMoments(inside, straddling)
+  }
+
+  private def afterEdge(ts: Long): Boolean =
+    ts > nowTs || java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
+
+  private def last(level: Int, lo: Long): Long = lo + ((1L << level) - 1)
+
+  private def addPending(level: Int, lo: Long, n: Long, mean: Double, m2: Double): Unit = {
+    pending.add(level, lo, n, mean, m2)
+    // Amortized: compress once the pending nodes outnumber the compressed ones.
+    if (pending.size >= math.max(SlidingMoments.MinPending, nodes.size)) compress()
+  }
+
+  /**
+   * Folds the pending nodes in, drops what left the window and collapses every subtree
+   * that (I) and (M) allow; past the node cap, doubles c and collapses again.
+   */
+  def compress(): Unit = {
+    gatherSorted()
+    collapse()
+    while (nodes.size > SlidingMoments.MaxNodes && check < SlidingMoments.MaxCheck) {
+      check *= 2
+      collapse()
+    }
+  }
+
+  /** Pending nodes into the compressed ones, in pre-order, duplicates combined, expired dropped. */
+  private def gatherSorted(): Unit = {
+    val order = NodeOrder.sorted(pending.levels, pending.los, pending.size)
+    val out = new MomentNodes(nodes.size + pending.size)
+    var a = 0
+    var b = 0
+    while (a < nodes.size || b < pending.size) {
+      val fromPending = a == nodes.size || (b < pending.size &&
+        NodeOrder.before(pending.levels(order(b)), pending.los(order(b)), nodes.levels(a), nodes.los(a)))
+      val (from, i) = if (fromPending) { b += 1; (pending, order(b - 1)) } else { a += 1; (nodes, a - 1) }
+      val level = from.levels(i)
+      val lo = from.los(i)
+      if (afterEdge(last(level, lo))) {
+        val n = out.size
+        if (n > 0 && out.levels(n - 1) == level && out.los(n - 1) == lo) {
+          out.combineLast(from.counts(i), from.means(i), from.m2s(i))
+        } else {
+          out.add(level, lo, from.counts(i), from.means(i), from.m2s(i))
+        }
+      }
+    }
+    nodes = out
+    pending = new MomentNodes(0)
+  }
+
+  /** One top-down pass over the sorted nodes. */
+  private def collapse(): Unit = {
+    val after = nodes.suffixMoments
+    val out = new MomentNodes(nodes.size)
+    val rootMask = -1L << height
+    var a = 0
+    while (a < nodes.size) {
+      val rootLo = nodes.los(a) & rootMask
+      val b = nodes.firstAfter(last(height, rootLo), a, nodes.size)
+      visit(height, rootLo, a, b, new Moments, after, out)
+      a = b
+    }
+    nodes = out
+  }
+
+  /**
+   * Node (k, lo) owns the sorted range [a, b) (itself first, if it holds values); `above`
+   * holds the values its ancestors keep.
+   */
+  private def visit(k: Int, lo: Long, a: Int, b: Int, above: Moments, after: SuffixMoments,
+      out: MomentNodes): Unit = {
+    val subtree = nodes.range(a, b)
+    if (k == 0 || collapsible(subtree, above, after, b)) {
+      out.add(k, lo, subtree.n, subtree.mean, subtree.m2)
+    } else if (b - a == 1) {
+      // One node: (I) and (M) fail alike at every level down to its own, where it stays.
+      out.add(nodes.levels(a), nodes.los(a), nodes.counts(a), nodes.means(a), nodes.m2s(a))
+    } else {
+      val holds = nodes.levels(a) == k && nodes.los(a) == lo
+      val below = above.copy
+      if (holds) {
+        out.add(k, lo, nodes.counts(a), nodes.means(a), nodes.m2s(a))
+        below.add(nodes.counts(a), nodes.means(a), nodes.m2s(a))
+      }
+      val start = if (holds) a + 1 else a
+      val mid = lo + (1L << (k - 1))
+      val m = nodes.firstAfter(mid - 1, start, b)
+      if (start < m) visit(k - 1, lo, start, m, below, after, out)
+      if (m < b) visit(k - 1, mid, m, b, below, after, out)
+    }
+  }
+
+  /** (I) and (M) for T = `subtree` and `above`, R = the nodes from `b` on. */
+  private def collapsible(subtree: Moments, above: Moments, after: SuffixMoments, b: Int): Boolean = {
+    val t = subtree.copy
+    t.add(above.n, above.mean, above.m2)
+    val (rn, rMean, rM2) = (after.counts(b), after.means(b), after.m2s(b))
+    t.n + 1 <= check * rn && t.squaresAround(rMean) <= check * rM2
+  }
+
+  /** Visits the nodes after [[compress]], in pre-order, as (level, lo, n, mean, M2). */
+  def foreachNode(f: (Int, Long, Long, Double, Double) => Unit): Unit = {
+    compress()
+    var i = 0
+    while (i < nodes.size) {
+      f(nodes.levels(i), nodes.los(i), nodes.counts(i), nodes.means(i), nodes.m2s(i))
+      i += 1
+    }
+  }
+
+  private[core] def checkParameter: Double = check
+
+  /** Rebuilds from decoded parts (sorted nodes); [[checkInvariant]] validates them. */
+  private[core] def restore(hasTime: Boolean, now: Long, checkParameter: Double,
+      restored: MomentNodes): Unit = {
+    seenAny = hasTime
+    nowTs = now
+    check = checkParameter
+    nodes = restored
+    pending = new MomentNodes(0)
+  }
+
+  /**
+   * Checks the compressed nodes: pre-order, inside the window, none after now, and at
+   * every internal node (I) and the state form of (M), which merges and later values
+   * keep with 2c (docs/moments.md). Returns what is wrong, if anything.
+   */
+  def checkInvariant(): Option[String] = {
+    if (pending.size != 0) return Some("uncompressed nodes")
+    var total = 0L
+    var i = 0
+    while (i < nodes.size) {
+      val (n, mean, m2) = (nodes.counts(i), nodes.means(i), nodes.m2s(i))
+      if (n < 1 || total + n < total || !java.lang.Double.isFinite(mean) ||
+          !(m2 >= 0 && m2 < Double.PositiveInfinity)) {
+        return Some(s"invalid moments at node $i")
+      }
+      total += n
+      i += 1
+    }
+    val after = nodes.suffixMoments
+    // Ancestors of the current node, outermost first, with their values and all above them.
+    val stack = new Array[Int](height + 2)
+    val withAbove = Array.fill(height + 2)(new Moments)
+    var depth = 0
+    i = 0
+    while (i < nodes.size) {
+      val level = nodes.levels(i)
+      val lo = nodes.los(i)
+      if (i > 0 && !NodeOrder.before(nodes.levels(i - 1), nodes.los(i - 1), level, lo)) {
+        return Some(s"nodes out of order at $i")
+      }
+      if (level < 0 || level > height || (lo & ((1L << level) - 1)) != 0) return Some(s"invalid node at $i")
+      if (lo > nowTs || !afterEdge(last(level, lo))) return Some(s"node $i lies outside the window")
+      while (depth > 0 && !(last(level, lo) <= last(nodes.levels(stack(depth - 1)), nodes.los(stack(depth - 1))))) {
+        depth -= 1
+      }
+      if (depth > height) return Some("nodes nest deeper than the tree")
+      val t = if (depth == 0) new Moments else withAbove(depth - 1).copy
+      t.add(nodes.counts(i), nodes.means(i), nodes.m2s(i))
+      if (level > 0) {
+        val b = nodes.firstAfter(last(level, lo), i + 1, nodes.size)
+        if (!(t.n + 1 <= check * after.counts(b) &&
+            t.squaresAround(after.means(b)) <= 2 * check * after.m2s(b))) {
+          return Some(s"invariant broken at node $i (level $level)")
+        }
+      }
+      stack(depth) = i
+      withAbove(depth) = t
+      depth += 1
+      i += 1
+    }
+    None
+  }
+}
+
+object SlidingMoments {
+  /** The node cap: past it the sketch coarsens eps (and says so) rather than grow. */
+  val MaxNodes = 4096
+  /** Pending nodes wait for a compress until they outnumber the compressed ones, or this. */
+  private val MinPending = 64
+  /**
+   * The cap doubles c at most up to this: a node whose later values are all equal keeps
+   * (M) false for any c, so the cap is a target, not a promise, for such streams.
+   */
+  private[core] val MaxCheck: Double = 1 << 20
+}
+
+/**
+ * The exact count, mean and M2 of a set of values, combined pairwise (Chan, Golub and
+ * LeVeque, 1979), as Spark's central-moment aggregates combine partial results: no
+ * cancellation at large means, and equal values keep M2 at exactly 0.
+ */
+final class Moments {
+  var n = 0L
+  var mean = 0.0
+  var m2 = 0.0
+
+  def add(otherN: Long, otherMean: Double, otherM2: Double): Unit =
+    if (otherN > 0) {
+      if (n == 0) { n = otherN; mean = otherMean; m2 = otherM2 }
+      else {
+        val total = Math.addExact(n, otherN)
+        val delta = otherMean - mean
+        val share = otherN.toDouble / total
+        mean += delta * share
+        m2 += otherM2 + delta * delta * n.toDouble * share
+        n = total
+      }
+    }
+
+  /** The sum of (x - center)^2 over the values. */
+  def squaresAround(center: Double): Double = {
+    val d = mean - center
+    m2 + n * d * d
+  }
+
+  def copy: Moments = { val c = new Moments; c.add(n, mean, m2); c }
+}
+
+/**
+ * What a window's moments certify: the values of the nodes inside it (L) exactly, those of
+ * the nodes straddling its start (X) as a whole; the window holds L and an unknown part of
+ * X. Each answer is (estimate, lower, upper), the estimate the middle of the certified
+ * bracket; null where Spark's function answers NULL (no values; one, for the sample forms).
+ */
+final class WindowMoments(val inside: Moments, val straddling: Moments) {
+  /** The sum over X of (x - mean_L)^2: the most any part of X adds to M2 about L's mean. */
+  val spread: Double = if (inside.n == 0) 0.0 else straddling.squaresAround(inside.mean)
+
+  def countLower: Long = inside.n
+  def countUpper: Long = inside.n + straddling.n
+
+  /** The mean: a part of X of k values moves it by at most sqrt(k spread) / (n_L + k). */
+  def avg: Array[Double] =
+    if (inside.n == 0) null
+    else {
+      val k = math.min(straddling.n, inside.n).toDouble
+      val shift = math.sqrt(k * spread) / (inside.n + k)
+      Array(inside.mean, inside.mean - shift, inside.mean + shift)
+    }
+
+  /** M2 / (n - 1) for the sample variance, M2 / n for the population's. */
+  def variance(sample: Boolean): Array[Double] = {
+    val d = if (sample) 1L else 0L
+    if (inside.n <= d) null
+    else {
+      val lower = inside.m2 / (countUpper - d)
+      val upper = (inside.m2 + spread) / (inside.n - d)
+      Array(lower + (upper - lower) / 2, lower, upper)
+    }
+  }
+
+  def stddev(sample: Boolean): Array[Double] = {
+    val v = variance(sample)
+    if (v == null) null
+    else {
+      val (lower, upper) = (math.sqrt(v(1)), math.sqrt(v(2)))
+      Array(lower + (upper - lower) / 2, lower, upper)
+    }
+  }
+}
+
+/** Dyadic nodes with their moments, in parallel arrays. */
+private[core] final class MomentNodes(capacity: Int) {
+  var levels = new Array[Int](capacity)
+  var los = new Array[Long](capacity)
+  var counts = new Array[Long](capacity)
+  var means = new Array[Double](capacity)
+  var m2s = new Array[Double](capacity)
+  var size = 0
+
+  def add(level: Int, lo: Long, n: Long, mean: Double, m2: Double): Unit = {
+    if (size == levels.length) {
+      val grown = math.max(4, 2 * size)
+      levels = java.util.Arrays.copyOf(levels, grown)
+      los = java.util.Arrays.copyOf(los, grown)
+      counts = java.util.Arrays.copyOf(counts, grown)
+      means = java.util.Arrays.copyOf(means, grown)
+      m2s = java.util.Arrays.copyOf(m2s, grown)
+    }
+    levels(size) = level; los(size) = lo; counts(size) = n; means(size) = mean; m2s(size) = m2
+    size += 1
+  }
+
+  /** Combines values into the last node. */
+  def combineLast(n: Long, mean: Double, m2: Double): Unit = {
+    val m = range(size - 1, size)
+    m.add(n, mean, m2)
+    counts(size - 1) = m.n; means(size - 1) = m.mean; m2s(size - 1) = m.m2
+  }
+
+  /** The moments of nodes [a, b). */
+  def range(a: Int, b: Int): Moments = {
+    val m = new Moments
+    var i = a
+    while (i < b) { m.add(counts(i), means(i), m2s(i)); i += 1 }
+    m
+  }
+
+  /** The moments of nodes [i, size), for every i in [0, size]. */
+  def suffixMoments: SuffixMoments = {
+    val s = new SuffixMoments(size + 1)
+    val m = new Moments
+    var i = size - 1
+    while (i >= 0) {
+      m.add(counts(i), means(i), m2s(i))
+      s.counts(i) = m.n; s.means(i) = m.mean; s.m2s(i) = m.m2
+      i -= 1
+    }
+    s
+  }
+
+  /** The first index in [from, to) whose lo is greater than `ts` (binary search). */
+  def firstAfter(ts: Long, from: Int, to: Int): Int = NodeOrder.firstAfter(los, ts, from, to)
+}
+
+private[core] final class SuffixMoments(n: Int) {
+  val counts = new Array[Long](n)
+  val means = new Array[Double](n)
+  val m2s = new Array[Double](n)
+}
