@@ -14,10 +14,14 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 __all__ = [
-    "approx_window_count", "approx_window_count_bounds", "approx_window_count_distinct",
-    "approx_window_percentile", "approx_window_percentile_bounds", "approx_window_sum",
+    "approx_window_avg", "approx_window_avg_bounds", "approx_window_count",
+    "approx_window_count_bounds", "approx_window_count_distinct", "approx_window_percentile",
+    "approx_window_percentile_bounds", "approx_window_stddev", "approx_window_stddev_bounds",
+    "approx_window_stddev_pop", "approx_window_stddev_samp", "approx_window_sum",
+    "approx_window_var_pop", "approx_window_var_samp", "approx_window_variance",
     "window_distinct_sketch", "window_distinct_sketch_estimate",
-    "window_distinct_sketch_merge", "window_percentile_sketch",
+    "window_distinct_sketch_merge", "window_moments_sketch", "window_moments_sketch_bounds",
+    "window_moments_sketch_estimate", "window_moments_sketch_merge", "window_percentile_sketch",
     "window_percentile_sketch_estimate", "window_percentile_sketch_merge", "window_sketch",
     "window_sketch_bounds", "window_sketch_estimate", "window_sketch_merge"]
 
@@ -725,3 +729,420 @@ def window_distinct_sketch_estimate(
     +------+----+-----------+
     """
     return _sketch_query("window_distinct_sketch_estimate", sketch, as_of, sub_window)
+
+
+#: The statistics of a moments sketch, by Spark's names (and their aliases).
+STATISTICS = ("avg", "mean", "var_samp", "variance", "var_pop", "stddev_samp", "stddev", "std",
+              "stddev_pop")
+
+
+def approx_window_avg(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Average of ``x`` in a sliding window, within ``eps`` times the window's standard
+    deviation.
+
+    The sketch keeps the exact count, mean and M2 (sum of squared deviations) of groups of
+    values and knows them exactly except for the group straddling the window's start, so
+    the error is relative to the values' spread, which holds for values of any sign (a
+    window of -1s and 1s has average 0). Works in window frames (O(1) amortized per row in
+    a running frame ordered by ``ts``), in ``groupBy().agg()`` and with rows in any order.
+    The proof is in ``docs/moments.md``.
+
+    Parameters
+    ----------
+    x : :class:`~pyspark.sql.Column` or str
+        Numeric values; NULL is skipped but its ``ts`` still moves the window. NaN and
+        infinities raise an error.
+    ts, window
+        As for :func:`approx_window_count`.
+    eps : float or :class:`~pyspark.sql.Column`
+        The error as a fraction of the window's standard deviation, in [0.0001, 1);
+        default 0.01.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        DOUBLE; NULL when the window holds no non-NULL ``x``.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_avg
+    >>> df = spark.createDataFrame([(1, 10.0), (2, 20.0), (3, 60.0), (4, 40.0)],
+    ...                            "ts INT, ms DOUBLE")
+    >>> df.select("ts", approx_window_avg("ms", "ts", 3).over(Window.orderBy("ts"))
+    ...           .alias("avg_last_3")).show()
+    +---+----------+
+    | ts|avg_last_3|
+    +---+----------+
+    |  1|      10.0|
+    |  2|      15.0|
+    |  3|      30.0|
+    |  4|      40.0|
+    +---+----------+
+    """
+    return _window_aggregate("approx_window_avg", x, ts, window, eps, v_name="x")
+
+
+def approx_window_variance(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Sample variance of ``x`` in a sliding window (divided by n - 1, as Spark's
+    ``variance``), within ``eps`` relative error; an alias of
+    :func:`approx_window_var_samp`.
+
+    A window of equal values gives 0 exactly; fewer than two non-NULL values give NULL.
+    Arguments as for :func:`approx_window_avg`.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_variance
+    >>> df = spark.createDataFrame([(1, 10.0), (2, 20.0), (3, 60.0), (4, 40.0)],
+    ...                            "ts INT, ms DOUBLE")
+    >>> df.select("ts", approx_window_variance("ms", "ts", 3).over(Window.orderBy("ts"))
+    ...           .alias("var")).show()
+    +---+-----+
+    | ts|  var|
+    +---+-----+
+    |  1| NULL|
+    |  2| 50.0|
+    |  3|700.0|
+    |  4|400.0|
+    +---+-----+
+    """
+    return _window_aggregate("approx_window_variance", x, ts, window, eps, v_name="x")
+
+
+def approx_window_var_samp(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Sample variance of ``x`` in a sliding window (as Spark's ``var_samp``), within
+    ``eps`` relative error: see :func:`approx_window_variance`.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import approx_window_var_samp
+    >>> df = spark.createDataFrame([("a", 1, 10.0), ("a", 2, 20.0), ("b", 1, 5.0)],
+    ...                            "host STRING, ts INT, ms DOUBLE")
+    >>> df.groupBy("host").agg(approx_window_var_samp("ms", "ts", 10).alias("var")) \\
+    ...   .orderBy("host").show()
+    +----+----+
+    |host| var|
+    +----+----+
+    |   a|50.0|
+    |   b|NULL|
+    +----+----+
+    """
+    return _window_aggregate("approx_window_var_samp", x, ts, window, eps, v_name="x")
+
+
+def approx_window_var_pop(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Population variance of ``x`` in a sliding window (divided by n, as Spark's
+    ``var_pop``), within ``eps`` relative error; a window of equal values gives 0 exactly.
+    Arguments as for :func:`approx_window_avg`.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import approx_window_var_pop
+    >>> df = spark.createDataFrame([("a", 1, 10.0), ("a", 2, 20.0), ("b", 1, 5.0)],
+    ...                            "host STRING, ts INT, ms DOUBLE")
+    >>> df.groupBy("host").agg(approx_window_var_pop("ms", "ts", 10).alias("var")) \\
+    ...   .orderBy("host").show()
+    +----+----+
+    |host| var|
+    +----+----+
+    |   a|25.0|
+    |   b| 0.0|
+    +----+----+
+    """
+    return _window_aggregate("approx_window_var_pop", x, ts, window, eps, v_name="x")
+
+
+def approx_window_stddev(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Sample standard deviation of ``x`` in a sliding window (as Spark's ``stddev``),
+    within ``eps / 2`` relative error; an alias of :func:`approx_window_stddev_samp`.
+
+    The square root of :func:`approx_window_variance`'s certified bracket: a window of
+    equal values gives 0 exactly, fewer than two non-NULL values give NULL. With
+    :func:`approx_window_avg` it makes a z-score of the last 10 minutes on every row.
+    Arguments as for :func:`approx_window_avg`.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_stddev
+    >>> df = spark.createDataFrame([(1, 10.0), (2, 20.0), (3, 60.0), (4, 40.0)],
+    ...                            "ts INT, ms DOUBLE")
+    >>> df.select("ts", approx_window_stddev("ms", "ts", 3).over(Window.orderBy("ts"))
+    ...           .alias("sd")).show()
+    +---+------------------+
+    | ts|                sd|
+    +---+------------------+
+    |  1|              NULL|
+    |  2|7.0710678118654755|
+    |  3|26.457513110645905|
+    |  4|              20.0|
+    +---+------------------+
+    """
+    return _window_aggregate("approx_window_stddev", x, ts, window, eps, v_name="x")
+
+
+def approx_window_stddev_samp(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Sample standard deviation of ``x`` in a sliding window (as Spark's
+    ``stddev_samp``): see :func:`approx_window_stddev`.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import approx_window_stddev_samp
+    >>> df = spark.createDataFrame([("a", 1, 10.0), ("a", 2, 20.0), ("a", 3, 20.0)],
+    ...                            "host STRING, ts INT, ms DOUBLE")
+    >>> df.groupBy("host").agg(approx_window_stddev_samp("ms", "ts", 2).alias("sd")).show()
+    +----+---+
+    |host| sd|
+    +----+---+
+    |   a|0.0|
+    +----+---+
+    """
+    return _window_aggregate("approx_window_stddev_samp", x, ts, window, eps, v_name="x")
+
+
+def approx_window_stddev_pop(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """Population standard deviation of ``x`` in a sliding window (as Spark's
+    ``stddev_pop``), within ``eps / 2`` relative error. Arguments as for
+    :func:`approx_window_avg`.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import approx_window_stddev_pop
+    >>> df = spark.createDataFrame([("a", 1, 10.0), ("a", 2, 20.0), ("a", 3, 20.0)],
+    ...                            "host STRING, ts INT, ms DOUBLE")
+    >>> df.groupBy("host").agg(approx_window_stddev_pop("ms", "ts", 10).alias("sd")).show()
+    +----+-----------------+
+    |host|               sd|
+    +----+-----------------+
+    |   a|4.714045207910316|
+    +----+-----------------+
+    """
+    return _window_aggregate("approx_window_stddev_pop", x, ts, window, eps, v_name="x")
+
+
+def approx_window_avg_bounds(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """:func:`approx_window_avg` with certified bounds.
+
+    A struct ``(estimate, lower, upper)`` of DOUBLEs with ``lower <= exact average <=
+    upper`` on every row, whatever the rows' order and merges, at most ``2 * eps`` standard
+    deviations apart. Arguments as for :func:`approx_window_avg`.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_avg_bounds
+    >>> df = spark.createDataFrame([(1, 10.0), (2, 20.0), (3, 60.0)], "ts INT, ms DOUBLE")
+    >>> df.select("ts", approx_window_avg_bounds("ms", "ts", 3).over(Window.orderBy("ts"))
+    ...           .alias("avg")).show()
+    +---+------------------+
+    | ts|               avg|
+    +---+------------------+
+    |  1|{10.0, 10.0, 10.0}|
+    |  2|{15.0, 15.0, 15.0}|
+    |  3|{30.0, 30.0, 30.0}|
+    +---+------------------+
+    """
+    return _window_aggregate("approx_window_avg_bounds", x, ts, window, eps, v_name="x")
+
+
+def approx_window_stddev_bounds(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """:func:`approx_window_stddev` (the sample standard deviation) with certified bounds:
+    a struct ``(estimate, lower, upper)`` with ``lower <= exact <= upper`` on every row.
+    Arguments as for :func:`approx_window_avg`.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_stddev_bounds
+    >>> df = spark.createDataFrame([(1, 10.0), (2, 20.0), (3, 10.0)], "ts INT, ms DOUBLE")
+    >>> df.select("ts", approx_window_stddev_bounds("ms", "ts", 2)
+    ...           .over(Window.orderBy("ts")).alias("sd")).show(truncate=False)
+    +---+------------------------------------------------------------+
+    |ts |sd                                                          |
+    +---+------------------------------------------------------------+
+    |1  |NULL                                                        |
+    |2  |{7.0710678118654755, 7.0710678118654755, 7.0710678118654755}|
+    |3  |{7.0710678118654755, 7.0710678118654755, 7.0710678118654755}|
+    +---+------------------------------------------------------------+
+    """
+    return _window_aggregate("approx_window_stddev_bounds", x, ts, window, eps, v_name="x")
+
+
+def window_moments_sketch(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """A mergeable sketch (BINARY) of a group's values and their times, for averages,
+    variances and standard deviations in sliding windows later.
+
+    Keep one per key and period, merge them with :func:`window_moments_sketch_merge` and
+    read them with :func:`window_moments_sketch_estimate` (or ``_bounds``): any statistic
+    of any window of up to ``window`` ending at or after the sketch's largest ``ts``, with
+    the guarantee of the aggregate of that name. Arguments as for
+    :func:`approx_window_avg`.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_moments_sketch,
+    ...     window_moments_sketch_estimate)
+    >>> df = spark.createDataFrame([("a", 1, 10.0), ("a", 2, 20.0), ("b", 1, 5.0)],
+    ...                            "host STRING, ts INT, ms DOUBLE")
+    >>> df.groupBy("host").agg(window_moments_sketch_estimate(
+    ...     window_moments_sketch("ms", "ts", 10), "avg").alias("avg")).orderBy("host").show()
+    +----+----+
+    |host| avg|
+    +----+----+
+    |   a|15.0|
+    |   b| 5.0|
+    +----+----+
+    """
+    return _window_aggregate("window_moments_sketch", x, ts, window, eps, v_name="x")
+
+
+def window_moments_sketch_merge(sketch: ColumnOrName) -> Column:
+    """Merges a group's moments sketches into one; the guarantees hold in any merge order.
+
+    NULL sketches are skipped; a group with none gives NULL. Sketches of another window,
+    ``eps`` or time unit, and bytes that are not a moments sketch, raise an error.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_moments_sketch,
+    ...     window_moments_sketch_estimate, window_moments_sketch_merge)
+    >>> df = spark.createDataFrame(
+    ...     [("a", 1, 10.0), ("a", 2, 20.0), ("b", 3, 60.0), ("a", 4, 40.0)],
+    ...     "host STRING, ts INT, ms DOUBLE")
+    >>> per_host = df.groupBy("host").agg(window_moments_sketch("ms", "ts", 3).alias("s"))
+    >>> per_host.agg(window_moments_sketch_estimate(window_moments_sketch_merge("s"), "avg")
+    ...              .alias("avg_last_3")).show()
+    +----------+
+    |avg_last_3|
+    +----------+
+    |      40.0|
+    +----------+
+    """
+    _check_column(sketch, "sketch")
+    return F.call_function("window_moments_sketch_merge", _column(sketch))
+
+
+def _statistic(statistic: str) -> Column:
+    if not isinstance(statistic, str) or statistic.lower() not in STATISTICS:
+        raise ValueError(f"`statistic` must be one of {', '.join(STATISTICS)}, got {statistic!r}")
+    return F.lit(statistic)
+
+
+def window_moments_sketch_estimate(
+    sketch: ColumnOrName, statistic: str, as_of: AsOf = None,
+    sub_window: Optional[WindowSpec] = None,
+) -> Column:
+    """One statistic of a moments sketch's values in a window.
+
+    Parameters
+    ----------
+    sketch : :class:`~pyspark.sql.Column` or str
+        BINARY made by :func:`window_moments_sketch` or :func:`window_moments_sketch_merge`.
+    statistic : str
+        ``"avg"`` (or ``"mean"``), ``"var_samp"`` (or ``"variance"``), ``"var_pop"``,
+        ``"stddev_samp"`` (or ``"stddev"``, ``"std"``) or ``"stddev_pop"``.
+    as_of, sub_window
+        As for :func:`window_sketch_estimate`: where the window ends (default: the
+        sketch's largest ``ts``; never earlier) and how long it is (default: the
+        sketch's window).
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        DOUBLE, with the guarantee of the aggregate of that name; NULL for an empty window
+        (or fewer than two values, for the sample forms), or when the sketch or ``as_of``
+        is NULL.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_moments_sketch,
+    ...     window_moments_sketch_estimate)
+    >>> df = spark.createDataFrame([(1, 10.0), (2, 20.0), (3, 60.0), (4, 40.0)],
+    ...                            "ts INT, ms DOUBLE")
+    >>> s = df.agg(window_moments_sketch("ms", "ts", 3).alias("s"))
+    >>> s.select(window_moments_sketch_estimate("s", "avg").alias("avg"),
+    ...          window_moments_sketch_estimate("s", "var_pop", 5).alias("var_at_5"),
+    ...          window_moments_sketch_estimate("s", "stddev", 4, 2).alias("sd_last_2")).show()
+    +----+--------+------------------+
+    | avg|var_at_5|         sd_last_2|
+    +----+--------+------------------+
+    |40.0|   100.0|14.142135623730951|
+    +----+--------+------------------+
+    """
+    return _sketch_query("window_moments_sketch_estimate", sketch, as_of, sub_window,
+                         _statistic(statistic))
+
+
+def window_moments_sketch_bounds(
+    sketch: ColumnOrName, statistic: str, as_of: AsOf = None,
+    sub_window: Optional[WindowSpec] = None,
+) -> Column:
+    """:func:`window_moments_sketch_estimate` with certified bounds: a struct
+    ``(estimate, lower, upper)`` with ``lower <= exact <= upper``.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_moments_sketch, window_moments_sketch_bounds
+    >>> df = spark.createDataFrame([(1, 10.0), (2, 20.0), (3, 60.0)], "ts INT, ms DOUBLE")
+    >>> df.agg(window_moments_sketch_bounds(window_moments_sketch("ms", "ts", 3), "avg")
+    ...        .alias("avg")).show()
+    +------------------+
+    |               avg|
+    +------------------+
+    |{30.0, 30.0, 30.0}|
+    +------------------+
+    """
+    return _sketch_query("window_moments_sketch_bounds", sketch, as_of, sub_window,
+                         _statistic(statistic))

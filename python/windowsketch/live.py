@@ -9,7 +9,7 @@
                                live.percentile("latency", [0.5, 0.99])])
 
 Each is named in the output by its family (``count``, ``sum``, ``distinct``,
-``percentile``) unless renamed with :meth:`LiveAggregate.alias`.
+``percentile``, ``moments``) unless renamed with :meth:`LiveAggregate.alias`.
 
 Counts and sums can carry alerts on their certified bounds (``alert_above``,
 ``alert_below``), as :func:`windowsketch.streaming.sliding_counts` does: the struct gains a
@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence, Union
 
 from pyspark.sql import Column
 
-__all__ = ["LiveAggregate", "count", "distinct", "percentile", "sum"]
+__all__ = ["LiveAggregate", "count", "distinct", "moments", "percentile", "sum"]
 
 ColumnOrName = Union[Column, str]
 
@@ -121,3 +121,12 @@ def percentile(x: ColumnOrName, percentage: Union[float, Sequence[float]],
     return LiveAggregate("percentile", _checked(x, "x"), "percentile",
                          _accuracy(eps, "eps"),
                          tuple(float(p) for p in values), single)
+
+
+def moments(x: ColumnOrName, eps: float = 0.01) -> LiveAggregate:
+    """The average, variances and standard deviations of numeric ``x`` in the window (NULL
+    skipped), as a struct ``avg, var_pop, var_samp, stddev_pop, stddev_samp`` of DOUBLEs
+    (NULL as Spark's: no values; one, for the sample forms), with the guarantees of
+    :func:`windowsketch.functions.approx_window_avg`, ``_variance`` and ``_stddev``: the
+    ingredients of a z-score per key and tick. NaN or infinite values stop the query."""
+    return LiveAggregate("moments", _checked(x, "x"), "moments", _accuracy(eps, "eps"))

@@ -8,7 +8,7 @@ working, never a crash.
 `PYTHONPATH=tests python tests/core/test_live_window_state.py OUT_DIR [SCENARIO ...]`
 writes the golden states with whatever jar the session loads: it wrote
 tests/golden/live/window_*.bin, with version 1 but for window_alerts_positions (version 2,
-the first with alerts)."""
+the first with alerts) and window_moments_positions (version 2, the first with moments)."""
 from __future__ import annotations
 
 import os
@@ -31,9 +31,12 @@ SCENARIOS = {
     "window_before_any_tick": (50, 7, "count:0.2,percentile:0.1:0.5"),
     "window_alerts_positions": (100, 10, "count:0.05:above=100:below=50,"
                                 "sum:0.05:above=50000:below=25000,percentile:0.01:0.5"),
+    # eps 0.3: the moments' buckets compact (and straddle) in windows of ~500 values.
+    "window_moments_positions": (100, 10, "count:0.05,moments:0.3"),
 }
 # Small enough to flip every bit: 16 registers for the distinct count.
-FUZZED = (100, 10, "count:0.05:above=20:below=5,sum:0.05,distinct:0.39,percentile:0.01:0.5")
+FUZZED = (100, 10, "count:0.05:above=20:below=5,sum:0.05,distinct:0.39,percentile:0.01:0.5,"
+          "moments:0.3")
 
 
 def inputs(name: str):

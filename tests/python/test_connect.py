@@ -98,6 +98,25 @@ SCRIPT = textwrap.dedent("""
     assert list(got.range) == [28.0, 39.0] and got.later == 36.0, got
     print("CONNECT PERCENTILES OK", len(pct))
 
+    # Moments: Spark's avg and stddev over exactly the same rows (windows this small are
+    # held exactly), and the sketch columns.
+    from windowsketch.functions import (approx_window_avg, approx_window_stddev,
+                                        window_moments_sketch, window_moments_sketch_estimate,
+                                        window_moments_sketch_merge)
+    mom = df.select(
+        approx_window_avg("pos", "pos", 10).over(w_pos).alias("a"),
+        F.avg("pos").over(w_pos.rowsBetween(-4, 0)).alias("spark_a"),
+        approx_window_stddev("pos", "pos", 10).over(w_pos).alias("sd"),
+        F.stddev("pos").over(w_pos.rowsBetween(-4, 0)).alias("spark_sd")).collect()
+    assert all(abs(r.a - r.spark_a) < 1e-9 and (r.sd is None) == (r.spark_sd is None) and
+               (r.sd is None or abs(r.sd - r.spark_sd) < 1e-9) for r in mom), mom
+    m = (df.groupBy("key").agg(window_moments_sketch("pos", "pos", 12).alias("s"))
+         .agg(window_moments_sketch_merge("s").alias("m")))
+    got = m.select(window_moments_sketch_estimate("m", "avg").alias("a"),
+                   window_moments_sketch_estimate("m", "var_pop", 39, 2).alias("v")).collect()[0]
+    assert (got.a, got.v) == (33.5, 0.25), got  # positions 28..39; then 38 and 39
+    print("CONNECT MOMENTS OK", len(mom))
+
     try:
         windowsketch.register(spark)
     except RuntimeError as e:
@@ -120,7 +139,7 @@ SCRIPT = textwrap.dedent("""
               .option("maxFilesPerTrigger", 1).json(source))
     windowed = sliding_window(events, "k", "pos", 10, 5, lateness=2, aggregates=[
         live.count(F.col("x").isNotNull()).alias("n"), live.sum("x"),
-        live.distinct("x"), live.percentile("x", 0.5).alias("median")])
+        live.distinct("x"), live.percentile("x", 0.5).alias("median"), live.moments("x")])
     try:
         windowed.writeStream.outputMode("update")
     except ValueError as e:
@@ -129,8 +148,13 @@ SCRIPT = textwrap.dedent("""
              .option("checkpointLocation", tempfile.mkdtemp()).start())
     query.processAllAvailable()
     query.stop()
+    emitted = spark.sql("SELECT * FROM live_connect WHERE k = 'a'").collect()
     got = sorted((r.window_end, r.n.estimate, r.sum.estimate, r.distinct, r.median)
-                 for r in spark.sql("SELECT * FROM live_connect WHERE k = 'a'").collect())
+                 for r in emitted)
+    averages = sorted((r.window_end, r.moments.avg) for r in emitted)
+    assert [(t, None if a is None else round(a, 9)) for t, a in averages] == [
+        (5, 6.0), (10, 4.333333333), (15, 2.5), (20, 4.0), (25, None), (30, 9.0), (35, 9.0),
+        (40, None)], averages
     # 5 -> {5, 7}; 10 -> {5, 7, 1}; 15 -> {1, 4}; 20 -> {4}; 25: the last row; 30, 35 -> {9}.
     assert got == [(5, 2, 12, 2, 5.0), (10, 3, 13, 3, 5.0), (15, 2, 5, 2, 1.0),
                    (20, 1, 4, 1, 4.0), (25, 0, 0, 0, None), (30, 1, 9, 1, 9.0),
@@ -176,6 +200,7 @@ def test_dataframe_function_under_spark_connect(tmp_path):
         out = run_in_own_process(SCRIPT, tmp_path)
     assert "CONNECT OK 40" in out and "CONNECT SKETCHES OK 40" in out
     assert "CONNECT DISTINCT OK 40" in out and "CONNECT PERCENTILES OK 40" in out
+    assert "CONNECT MOMENTS OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
     assert "CONNECT SLIDING WINDOW OK 8" in out
     assert ("UPDATE REFUSED: sliding_window emits final rows, each (key, window_end) once: "

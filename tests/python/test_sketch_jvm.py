@@ -21,7 +21,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from windowsketch import _hllpp_tables
-from windowsketch.sketch import InvalidSketchBytes, PercentileSketch, WindowSketch, merge_column
+from windowsketch.sketch import (CountSketch, DistinctSketch, InvalidSketchBytes, MomentsSketch,
+                                 PercentileSketch, WindowSketch, merge_column)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -356,6 +357,48 @@ def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
                     r.a, length)
 
 
+@pytest.mark.parametrize("seed, window, eps", [(71, 300, 0.3), (72, 5000, 0.05)],
+                         ids=["w300", "w5000"])
+def test_moments_sketches_answer_and_merge_as_sql_does(spark, seed, window, eps):
+    """Per-key moments sketches built in SQL over level shifts, equal runs and a mean of
+    10^6: the reader's (estimate, lower, upper) of every statistic equal
+    window_moments_sketch_bounds' to the last bit for every as_of and sub-window tried, and
+    its merge of the keys' sketches writes window_moments_sketch_merge's bytes."""
+    rng = np.random.default_rng(seed)
+    n = 4000
+    ts = rng.integers(0, 3 * window, n)
+    values = 1e6 + np.where(ts % 700 < 350, 0.0, 40.0) + np.round(rng.normal(0, 3, n), 2)
+    values[(ts > window) & (ts < 1.3 * window)] = 7.5
+    rows = [(int(k), int(t), None if rng.random() < 0.05 else float(v))
+            for k, t, v in zip(rng.integers(0, 4, n), ts, values)]
+    df = spark.createDataFrame(rows, "k INT, ts BIGINT, x DOUBLE").repartition(3)
+    blobs = [bytes(r.s) for r in df.groupBy("k").agg(
+        F.expr(f"window_moments_sketch(x, ts, {window}, {eps})").alias("s")).orderBy("k").collect()]
+    merged_sql = bytes(spark.createDataFrame([(b,) for b in blobs], "s BINARY").coalesce(1)
+                       .selectExpr("window_moments_sketch_merge(s)").collect()[0][0])
+    merged = merge_column(blobs)
+    assert isinstance(merged, MomentsSketch) and merged.to_bytes() == merged_sql
+    stats = ("avg", "var_pop", "var_samp", "stddev_pop", "stddev_samp")
+    straddled = 0
+    for blob, python in [(b, MomentsSketch.from_bytes(b)) for b in blobs] + [(merged_sql, merged)]:
+        assert isinstance(python, MomentsSketch) and python.to_bytes() == blob
+        pairs = queries(python.now, window, rng)
+        for length in sorted({length for _, length in pairs}):  # sub_window is a constant
+            ends = [end for end, l in pairs if l == length]
+            got = spark.sql(
+                f"SELECT a, " + ", ".join(
+                    f"window_moments_sketch_bounds(X'{blob.hex()}', '{stat}', a, {length}) AS {stat}"
+                    for stat in stats) +
+                f" FROM VALUES {', '.join(f'(CAST({e} AS BIGINT))' for e in ends)} AS t(a)").collect()
+            assert len(got) == len(ends)
+            for r in got:
+                for stat in stats:
+                    want = python.bounds(stat, as_of=r.a, sub_window=length)
+                    assert (None if r[stat] is None else tuple(r[stat])) == want, (r.a, length, stat)
+                straddled += r.avg is not None and r.avg.lower < r.avg.upper
+    assert straddled > 0
+
+
 def test_a_nan_with_its_sign_bit_set_ranks_as_in_sql(spark):
     from test_percentile_reader import negative_nan_sketch
 
@@ -381,21 +424,28 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
     h = sketches.new(100, 0.2)
     ts = np.sort(rng.integers(0, 300, 400))
     sketches.replay.insertAll(h, longs(ts), (rng.random(400) < 0.5).astype(np.uint8).tobytes())
-    sources = [bytes(sketches.format.serialize(h)),
-               *partials(sketches, 62, 2, 600, 1000, 0.1, 3000),
-               distinct_blob(sketches, 63, 300, 100, 500, 100, 0.3)]
+    moments = sketches.replay.momentsSketch(
+        200, 0.3, False, longs(np.sort(rng.integers(0, 300, 400))),
+        np.round(rng.normal(50, 10, 400), 1).astype(">f8").tobytes())
+    fmt = sketches.format
+    counts = (fmt.deserialize, fmt.serialize, CountSketch)
+    # Each source is read back by its family's readers, which name a changed kind byte.
+    sources = [(bytes(fmt.serialize(h)), *counts),
+               *((blob, *counts) for blob in partials(sketches, 62, 2, 600, 1000, 0.1, 3000)),
+               (distinct_blob(sketches, 63, 300, 100, 500, 100, 0.3), fmt.deserializeDistinct,
+                fmt.serializeDistinct, DistinctSketch),
+               (bytes(fmt.serializeMoments(moments)), fmt.deserializeMoments,
+                fmt.serializeMoments, MomentsSketch)]
     verdicts = {"refused": 0, "read": 0}
     for trial in range(1500):
-        source = sources[trial % len(sources)]
+        source, read, write, family = sources[trial % len(sources)]
         body = bytearray(source[:-4])
         for _ in range(int(rng.integers(1, 3))):
             at = int(rng.integers(2, len(body)))
             body[at] = int(rng.integers(0, 256)) if rng.random() < 0.5 else body[at] ^ 1
         blob = bytes(body) + zlib.crc32(body).to_bytes(4, "big")
-        distinct = blob[2] == 3
         try:
-            jvm = (sketches.format.deserializeDistinct(blob) if distinct
-                   else sketches.format.deserialize(blob))
+            jvm = read(blob)
         except Exception as e:  # py4j's error, or pyspark's conversion of it
             thrown = getattr(e, "_origin", None) or getattr(e, "java_exception", None)
             if thrown is None:
@@ -403,14 +453,12 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
             want = java_message(str(thrown.getMessage()))
             assert thrown.getClass().getSimpleName() == "CorruptSketchException", want
             with pytest.raises(InvalidSketchBytes) as refused:
-                WindowSketch.from_bytes(blob)
+                family.from_bytes(blob)
             assert str(refused.value) == want
             verdicts["refused"] += 1
             continue
-        python = WindowSketch.from_bytes(blob)
-        written = (sketches.format.serializeDistinct(jvm) if distinct
-                   else sketches.format.serialize(jvm))
-        assert python.to_bytes() == bytes(written)
+        python = family.from_bytes(blob)
+        assert python.to_bytes() == bytes(write(jvm))
         verdicts["read"] += 1
     assert verdicts["refused"] > 500 and verdicts["read"] > 50, verdicts
 

@@ -11,7 +11,12 @@ FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window
              "window_sketch", "window_sketch_merge", "window_sketch_estimate",
              "window_sketch_bounds", "window_distinct_sketch", "window_distinct_sketch_merge",
              "window_distinct_sketch_estimate", "window_percentile_sketch",
-             "window_percentile_sketch_merge", "window_percentile_sketch_estimate"]
+             "window_percentile_sketch_merge", "window_percentile_sketch_estimate",
+             "approx_window_avg", "approx_window_variance", "approx_window_var_samp",
+             "approx_window_var_pop", "approx_window_stddev", "approx_window_stddev_samp",
+             "approx_window_stddev_pop", "approx_window_avg_bounds", "approx_window_stddev_bounds",
+             "window_moments_sketch", "window_moments_sketch_merge",
+             "window_moments_sketch_estimate", "window_moments_sketch_bounds"]
 
 
 def test_every_registered_function_is_described_here(spark):
@@ -48,5 +53,6 @@ def test_documented_examples_print_what_they_claim(spark, name):
     found = list(examples(describe(spark, name)))
     assert found
     for sql, expected in found:
-        got = ["\t".join(str(v) for v in row) for row in spark.sql(sql).collect()]
+        got = ["\t".join("NULL" if v is None else str(v) for v in row)
+               for row in spark.sql(sql).collect()]
         assert got == [re.sub(r"\s*\t\s*", "\t", line) for line in expected], sql

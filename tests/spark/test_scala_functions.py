@@ -167,3 +167,50 @@ def test_percentile_sketch_columns(spark, api):
     for jcolumn, expression in cases:
         got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_percentile")
         assert got == want and want, (expression, got, want)
+
+
+def test_moments(spark, api):
+    f, col, lit, select, _ = api
+    cases = []
+    for name in ("approx_window_avg", "approx_window_variance", "approx_window_var_samp",
+                 "approx_window_var_pop", "approx_window_stddev", "approx_window_stddev_samp",
+                 "approx_window_stddev_pop", "approx_window_avg_bounds",
+                 "approx_window_stddev_bounds"):
+        function = getattr(f, name)
+        cases += [(function(col("q"), col("ts"), lit(12), lit(0.1)), f"{name}(q, ts, 12, 0.1)"),
+                  (function(col("q"), col("ts"), lit(12)), f"{name}(q, ts, 12)")]
+        if name in ("approx_window_avg", "approx_window_variance", "approx_window_stddev"):
+            cases.append((function("q", "ts", 12, 0.1), f"{name}(q, ts, 12, 0.1)"))
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn), sql(spark, expression)
+        assert got == want and want, (expression, got, want)
+
+
+def test_moments_sketch_columns(spark, api):
+    f, col, lit, select, _ = api
+    sketch = spark.sql("SELECT window_moments_sketch(q, ts, 12, 0.1) AS s FROM scala_api")
+    sketch.createOrReplaceTempView("scala_api_moments")
+    for jcolumn in (f.window_moments_sketch(col("q"), col("ts"), lit(12), lit(0.1)),
+                    f.window_moments_sketch("q", "ts", 12, 0.1)):
+        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+    assert bytes(select(f.window_moments_sketch(col("q"), col("ts"), lit(12)))) == bytes(
+        sql(spark, "window_moments_sketch(q, ts, 12)"))
+    for jcolumn in (f.window_moments_sketch_merge(col("s")), f.window_moments_sketch_merge("s")):
+        assert bytes(select(jcolumn, sketch)) == bytes(
+            sql(spark, "window_moments_sketch_merge(s)", "scala_api_moments"))
+    s = col("s")
+    cases = [
+        (f.window_moments_sketch_estimate(s, "avg"), "window_moments_sketch_estimate(s, 'avg')"),
+        (f.window_moments_sketch_estimate(s, "stddev", lit(44)),
+         "window_moments_sketch_estimate(s, 'stddev', 44)"),
+        (f.window_moments_sketch_estimate(s, "var_pop", lit(44), lit(6)),
+         "window_moments_sketch_estimate(s, 'var_pop', 44, 6)"),
+        (f.window_moments_sketch_bounds(s, "avg"), "window_moments_sketch_bounds(s, 'avg')"),
+        (f.window_moments_sketch_bounds(s, "stddev", lit(44)),
+         "window_moments_sketch_bounds(s, 'stddev', 44)"),
+        (f.window_moments_sketch_bounds(s, "var_pop", lit(44), lit(6)),
+         "window_moments_sketch_bounds(s, 'var_pop', 44, 6)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_moments")
+        assert got == want and want, (expression, got, want)

@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from live_reference import check_crossings_against_exact, tick_at_or_after
+from moments_reference import STATS, Exact, check_statistic
 from test_sliding_counts import BASE, DELAY_S, EVERY_S, US, WINDOW_S, WINDOW_UNITS, micros, \
     micros_of, write_in_order
 from windowsketch import live
@@ -73,7 +74,8 @@ def aggregates():
             live.sum("bytes", eps=EPS, alert_above=BYTES_ABOVE).alias("bytes"),
             live.distinct("client"),
             live.percentile("latency", [0.5, 0.99]).alias("latency"),
-            live.percentile("latency", 0.9).alias("p90")]
+            live.percentile("latency", 0.9).alias("p90"),
+            live.moments("latency", eps=EPS).alias("spread")]
 
 
 def start(spark, source, checkpoint, out):
@@ -194,9 +196,13 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
                 assert row.p90 == rank_value(latencies, 0.9)
             else:
                 assert row.latency is None and row.p90 is None
+            n, mean, m2 = Exact(latencies).of(np.ones(len(latencies), dtype=bool))
+            for stat in STATS:
+                check_statistic(stat, row.spread[stat], None, None, n, mean, m2, EPS, (key, tick))
             checked += 1
         last = emitted[-1]
         assert (last.n404.upper, last.bytes.upper, last.distinct, last.latency) == (0, 0, 0, None)
+        assert list(last.spread) == [None] * len(STATS)
         # Alerts, their states carried across the restart, against the exact windows.
         for name, above, below in (("n404", N404_ABOVE, N404_BELOW), ("bytes", BYTES_ABOVE, None)):
             fired = [(t, a, c) for k, t, a, c in crossings[name] if k == key]
@@ -392,5 +398,10 @@ def test_the_live_monitoring_example_runs_every_family(spark, tmp_path):
     for r in rows:
         assert r.n404.upper <= r.requests.upper and r.urls <= r.requests.upper * 1.2 + 2
         assert (r.size is None) == (r.sum.upper == 0) or r.size == [0.0, 0.0]
+        if r.size is None:
+            assert list(r.size_moments) == [None] * 5
+        else:  # sizes are not negative
+            assert r.size_moments.avg >= 0 and r.size_moments.stddev_pop >= 0
     busy = max(rows, key=lambda r: r.requests.estimate)
     assert busy.requests.estimate > 20 and busy.urls > 5 and busy.size[0] <= busy.size[1]
+    assert busy.size_moments.stddev_samp > 0

@@ -1,26 +1,27 @@
 """Read, query, merge and write stored sketch columns in pure Python: no Spark, no JVM.
 
-A ``window_sketch``, ``window_distinct_sketch`` or ``window_percentile_sketch`` column holds
-bytes in the format of ``docs/format.md``. This package reads every kind the JVM writes,
-answers the same queries as the ``*_estimate`` / ``*_bounds`` SQL functions with the same
-numbers, merges as the ``*_merge`` functions do and writes the bytes the JVM would write
-for the same state::
+A ``window_sketch``, ``window_distinct_sketch``, ``window_percentile_sketch`` or
+``window_moments_sketch`` column holds bytes in the format of ``docs/format.md``. This
+package reads every kind the JVM writes, answers the same queries as the ``*_estimate`` /
+``*_bounds`` SQL functions with the same numbers, merges as the ``*_merge`` functions do
+and writes the bytes the JVM would write for the same state::
 
     from datetime import datetime, timedelta
     from windowsketch.sketch import WindowSketch
 
-    s = WindowSketch.from_bytes(blob)          # a CountSketch, DistinctSketch or PercentileSketch
+    s = WindowSketch.from_bytes(blob)          # a CountSketch, DistinctSketch, PercentileSketch...
     s.estimate()                                    # the window ending at the sketch's now
     s.bounds(as_of=datetime(2025, 6, 2), sub_window=timedelta(minutes=10))
     WindowSketch.from_bytes(p99_blob).estimate(0.99)  # a percentile sketch's p99
+    WindowSketch.from_bytes(latency_blob).estimate("stddev")  # a moments sketch's deviation
 
 Column helpers (:func:`estimate_column`, :func:`bounds_column`, :func:`percentile_column`,
-:func:`merge_column`) answer for a whole pandas Series, pyarrow array or list of sketch
-bytes at once.
+:func:`moments_column`, :func:`merge_column`) answer for a whole pandas Series, pyarrow
+array or list of sketch bytes at once.
 
-One module per family (``count``, ``distinct``, ``percentile``), each registering its format
-kinds with the shared reader in ``_base``. It needs only the standard library; pandas and
-pyarrow are used when given.
+One module per family (``count``, ``distinct``, ``percentile``, ``moments``), each
+registering its format kinds with the shared reader in ``_base``. It needs only the
+standard library; pandas and pyarrow are used when given.
 """
 from __future__ import annotations
 
@@ -33,11 +34,12 @@ from windowsketch.sketch._base import (AsOf, InvalidSketchBytes, Rebuild, SubWin
                                        WindowSketch)
 from windowsketch.sketch.count import CountSketch
 from windowsketch.sketch.distinct import DistinctSketch
+from windowsketch.sketch.moments import MomentsSketch
 from windowsketch.sketch.percentile import Percentage, PercentileSketch
 
-__all__ = ["CountSketch", "DistinctSketch", "InvalidSketchBytes", "PercentileSketch",
-           "WindowSketch", "bounds_column", "estimate_column", "merge_column",
-           "percentile_column"]
+__all__ = ["CountSketch", "DistinctSketch", "InvalidSketchBytes", "MomentsSketch",
+           "PercentileSketch", "WindowSketch", "bounds_column", "estimate_column",
+           "merge_column", "moments_column", "percentile_column"]
 
 
 def _values(column: Any, arrow_type: str = "int64") -> tuple[list[Any], Rebuild]:
@@ -109,6 +111,18 @@ def percentile_column(sketches: Any, percentage: Percentage, as_of: AsOf | None 
     values, rebuild = _values(sketches, "list<float64>" if several else "float64")
     return rebuild([None if blob is None else
                     PercentileSketch.from_bytes(blob).estimate(percentage, as_of, sub_window)
+                    for blob in values])
+
+
+def moments_column(sketches: Any, statistic: str, as_of: AsOf | None = None,
+                   sub_window: SubWindow | None = None) -> Any:
+    """:meth:`MomentsSketch.estimate` of every moments sketch of a column at one ``as_of``:
+    floats, None for a NULL sketch or where the SQL function gives NULL. Returns a pandas
+    Series of objects on the same index, a pyarrow float64 array, or a list, like
+    ``sketches``."""
+    values, rebuild = _values(sketches, "float64")
+    return rebuild([None if blob is None else
+                    MomentsSketch.from_bytes(blob).estimate(statistic, as_of, sub_window)
                     for blob in values])
 
 

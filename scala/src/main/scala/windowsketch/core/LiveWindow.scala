@@ -176,6 +176,31 @@ final class LivePercentileSlide(val quantiles: SlidingQuantiles, percentages: Ar
 }
 
 /**
+ * Averages, variances and standard deviations: the input is the value's double bits; the
+ * window is the time-ordered moments' buckets, read in order at each tick.
+ */
+final case class LiveMomentsAggregate(eps: Double) extends LiveAggregate {
+  def family: String = "moments"
+  def tag: Byte = LiveWindow.MomentsTag
+  def parameters: Seq[Double] = Seq(eps)
+  override private[core] def validInput(input: Long): Boolean =
+    java.lang.Double.isFinite(java.lang.Double.longBitsToDouble(input))
+  def newSlide(window: Long): LiveMomentsSlide = new LiveMomentsSlide(new OrderedMoments(window, eps))
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide =
+    new LiveMomentsSlide(OrderedMoments.readFrom(window, eps, in))
+}
+
+final class LiveMomentsSlide(val moments: OrderedMoments) extends LiveSlide {
+  def add(ts: Long, input: Long): Unit = moments.add(ts, java.lang.Double.longBitsToDouble(input))
+  def advanceTo(tick: Long): Unit = moments.advanceTo(tick)
+  def isEmpty: Boolean = moments.isEmpty
+  def end: Option[Long] = if (moments.hasTime) Some(moments.now) else None
+  /** The window's moments at the last tick. */
+  def answer: WindowMoments = moments.momentsInOrder
+  private[core] def writeTo(out: ByteWriter): Unit = moments.writeTo(out)
+}
+
+/**
  * One key's live window: several aggregates over the window ending at each tick T (a
  * multiple of `every`) that the caller declares final (`advance(T)`: every input at or
  * before T has arrived). The tick rules are [[LiveCount]]'s, for all aggregates at once:
@@ -339,8 +364,9 @@ object LiveWindow {
   val SumTag: Byte = 2
   val DistinctTag: Byte = 3
   val PercentileTag: Byte = 4
+  val MomentsTag: Byte = 5
   private val FamilyNames = Map(CountTag -> "count", SumTag -> "sum", DistinctTag -> "distinct",
-    PercentileTag -> "percentile")
+    PercentileTag -> "percentile", MomentsTag -> "moments")
 
   private[core] def newAlert(a: LiveAggregate, isAbove: Boolean = false,
       isBelow: Boolean = true): CertifiedAlert =

@@ -231,6 +231,7 @@ object Replay {
         case "sum" => LiveSumAggregate(p, threshold("above"), threshold("below"))
         case "distinct" => LiveDistinctAggregate(p)
         case "percentile" => LivePercentileAggregate(p, parts.drop(2).map(_.toDouble).toSeq)
+        case "moments" => LiveMomentsAggregate(p)
       }
     }
     val live = if (state.isEmpty) new LiveWindow(window, every, specs)
@@ -247,6 +248,9 @@ object Replay {
           case s: LiveSumSlide => s"${s.histogram.estimate},${s.histogram.lowerBound},${s.histogram.upperBound}"
           case s: LiveDistinctSlide => s.sketch.registerSums.toString
           case s: LivePercentileSlide => Option(s.answer).fold("null")(_.mkString(","))
+          case s: LiveMomentsSlide =>
+            val m = s.answer
+            Seq(m.avg, m.variance(true)).map(a => Option(a).fold("null")(_.mkString(","))).mkString(";")
         })
         Option(live.alerts(i)).foreach { alert =>
           Option(alert.aboveCrossing).foreach(c => lines ++= s",above $c")
@@ -367,15 +371,17 @@ object Replay {
   val MomentsWidth: Int = 2 + 3 * 5
 
   /**
-   * The window's moments after each row, rows in the given order (any), one sketch;
-   * `values` a big-endian double per row, `present` a byte per row (0: NULL). Per row, as
-   * big-endian doubles: the count's lower and upper bounds, then (estimate, lower, upper)
-   * of avg, var_pop, var_samp, stddev_pop and stddev_samp (NaN where Spark answers NULL),
-   * then the node count, the effective eps and 1 if the sketch's invariant holds.
+   * The window's moments after each row, rows in the given order, one sketch: the
+   * time-ordered [[OrderedMoments]] if `ordered` (rows must then be in time order), else
+   * [[SlidingMoments]] (any order). `values` a big-endian double per row, `present` a byte
+   * per row (0: NULL). Per row, as big-endian doubles: the count's lower and upper bounds,
+   * then (estimate, lower, upper) of avg, var_pop, var_samp, stddev_pop and stddev_samp
+   * (NaN where Spark answers NULL), then the nodes (buckets) held, the effective eps and 1
+   * if the sketch's invariant holds (checked for SlidingMoments only).
    */
-  def momentsPerRow(window: Long, eps: Double, timestamps: Array[Byte], values: Array[Byte],
-      present: Array[Byte]): Array[Byte] = {
-    val s = new SlidingMoments(window, eps)
+  def momentsPerRow(window: Long, eps: Double, ordered: Boolean, timestamps: Array[Byte],
+      values: Array[Byte], present: Array[Byte]): Array[Byte] = {
+    val s: MomentsWindow = if (ordered) new OrderedMoments(window, eps) else new SlidingMoments(window, eps)
     val t = ByteBuffer.wrap(timestamps)
     val v = ByteBuffer.wrap(values)
     val out = ByteBuffer.allocate(present.length * 8 * (MomentsWidth + 3))
@@ -385,11 +391,18 @@ object Replay {
       val value = v.getDouble()
       if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
       putMoments(out, s.moments)
-      out.putDouble(s.nodeCount.toDouble)
-      out.putDouble(s.effectiveEps)
-      // A check costs O(n log n): every 16th row and the last.
-      out.putDouble(if (i % 16 != 15 && i != present.length - 1) 1.0
-        else { s.compress(); if (s.checkInvariant().isEmpty) 1.0 else 0.0 })
+      s match {
+        case sliding: SlidingMoments =>
+          out.putDouble(sliding.nodeCount.toDouble)
+          out.putDouble(sliding.effectiveEps)
+          // A check costs O(n log n): every 16th row and the last.
+          out.putDouble(if (i % 16 != 15 && i != present.length - 1) 1.0
+            else { sliding.compress(); if (sliding.checkInvariant().isEmpty) 1.0 else 0.0 })
+        case o: OrderedMoments =>
+          out.putDouble(o.bucketCount.toDouble)
+          out.putDouble(o.effectiveEps)
+          out.putDouble(1.0)
+      }
       i += 1
     }
     out.array()

@@ -20,10 +20,9 @@ package windowsketch.core
  * window's population standard deviation. A window of equal values answers variance 0
  * exactly.
  */
-final class SlidingMoments(val window: Long, val eps: Double) extends SketchAxis {
+final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWindow {
   ExponentialHistogram.checkParameters(window, eps)
 
-  var microsecondTime = false
   /** Levels 0..height; the root level spans at least the window. */
   val height: Int = DyadicWindowSketch.heightFor(window)
 
@@ -45,9 +44,7 @@ final class SlidingMoments(val window: Long, val eps: Double) extends SketchAxis
 
   /** Adds the value `x` at `ts`, in any order: O(1) amortized. */
   def add(ts: Long, x: Double): Unit = {
-    if (java.lang.Double.isNaN(x) || java.lang.Double.isInfinite(x)) {
-      throw new IllegalArgumentException(s"a value must be finite, got $x")
-    }
+    MomentsWindow.checkFinite(x)
     advanceTo(ts)
     if (afterEdge(ts)) addPending(0, ts, 1L, x, 0.0)
   }
@@ -55,7 +52,12 @@ final class SlidingMoments(val window: Long, val eps: Double) extends SketchAxis
   def advanceTo(ts: Long): Unit =
     if (!seenAny || ts > nowTs) { nowTs = ts; seenAny = true }
 
-  def merge(other: SlidingMoments): Unit = {
+  def merge(other: MomentsWindow): Unit = other match {
+    case s: SlidingMoments => mergeSketch(s)
+    case _ => throw new UnsupportedOperationException("the time-ordered moments cannot merge")
+  }
+
+  private def mergeSketch(other: SlidingMoments): Unit = {
     if (other.window != window || other.eps != eps || other.microsecondTime != microsecondTime) {
       throw new IllegalArgumentException(
         s"cannot merge moments sketches of (window, eps) ($window, $eps) and " +
@@ -274,6 +276,31 @@ final class SlidingMoments(val window: Long, val eps: Double) extends SketchAxis
     }
     None
   }
+}
+
+/**
+ * The moments of a sliding window as the moments aggregates read them: [[SlidingMoments]]
+ * in any order and through merges, [[OrderedMoments]] for rows in time order.
+ */
+trait MomentsWindow extends SketchAxis {
+  def eps: Double
+  var microsecondTime: Boolean = false
+  /** The eps the answers are guaranteed to. */
+  def effectiveEps: Double
+  /** Observes a value at `ts` (moving `now` forward). */
+  def add(ts: Long, x: Double): Unit
+  /** Observes a row without a value at `ts`: moves `now` forward. */
+  def advanceTo(ts: Long): Unit
+  def merge(other: MomentsWindow): Unit
+  /** The window `(now - window, now]`'s moments. */
+  def moments: WindowMoments
+}
+
+object MomentsWindow {
+  def checkFinite(x: Double): Unit =
+    if (java.lang.Double.isNaN(x) || java.lang.Double.isInfinite(x)) {
+      throw new IllegalArgumentException(s"a value must be finite, got $x")
+    }
 }
 
 object SlidingMoments {

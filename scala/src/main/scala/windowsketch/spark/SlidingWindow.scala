@@ -12,8 +12,8 @@ import windowsketch.core._
 
 /**
  * One aggregate of [[SlidingWindow]]: a family applied to a column, named in the output.
- * Build them with [[LiveColumn.count]], [[LiveColumn.sum]], [[LiveColumn.distinct]] and
- * [[LiveColumn.percentile]]; rename with [[as]]; add alerts to a count or sum with
+ * Build them with [[LiveColumn.count]], [[LiveColumn.sum]], [[LiveColumn.distinct]],
+ * [[LiveColumn.percentile]] and [[LiveColumn.moments]]; rename with [[as]]; add alerts to a count or sum with
  * [[alertAbove]] and [[alertBelow]].
  */
 final case class LiveColumn private (
@@ -61,6 +61,13 @@ object LiveColumn {
     LiveColumn("percentile", x, "percentile", eps, percentages)
 
   def percentile(x: Column, percentage: Double): LiveColumn = percentile(x, percentage, 0.01)
+
+  /**
+   * Average, variances and standard deviations of numeric `x`, with the guarantees of
+   * approx_window_avg, _variance and _stddev: STRUCT(avg, var_pop, var_samp, stddev_pop,
+   * stddev_samp), each DOUBLE, NULL as Spark's.
+   */
+  def moments(x: Column, eps: Double = 0.01): LiveColumn = LiveColumn("moments", x, "moments", eps)
 }
 
 /**
@@ -69,10 +76,11 @@ object LiveColumn {
  * aggregate over the window ending at T, final because every row at or before T that is
  * not late has arrived. The tick rules are `sliding_counts`': a key emits while some
  * aggregate's window holds inputs, then one last row (counts and sums 0, distinct 0,
- * percentiles NULL), and its state is dropped once nothing of it is pending.
+ * percentiles and moments NULL), and its state is dropped once nothing of it is pending.
  *
  * Each family brings its in-order structure from `windowsketch.core` (the exponential
- * histogram, the sum histogram, the sliding HyperLogLog, the percentiles' window) and its
+ * histogram, the sum histogram, the sliding HyperLogLog, the percentiles' window, the
+ * moments' buckets) and its
  * guarantee with it; see [[LiveColumn]] for the output types.
  */
 object SlidingWindow {
@@ -174,9 +182,36 @@ object SlidingWindow {
     }
   }
 
+  private object MomentsFamily extends Family {
+    private val Statistics = Seq("avg", "var_pop", "var_samp", "stddev_pop", "stddev_samp")
+    def aggregate(c: LiveColumn): LiveAggregate = LiveMomentsAggregate(c.eps)
+    def input(c: LiveColumn, dataType: DataType): Column = dataType match {
+      case _: NumericType => c.input.cast(DoubleType)
+      case other => refuse(c, s"must be numeric, got ${other.sql}")
+    }
+    def encode(r: Row, i: Int): Long = {
+      val d = r.getDouble(i)
+      if (java.lang.Double.isNaN(d) || java.lang.Double.isInfinite(d)) {
+        throw new IllegalArgumentException(s"$Name: moments take finite values, got $d")
+      }
+      java.lang.Double.doubleToRawLongBits(d)
+    }
+    def outputType(c: LiveColumn): DataType = StructType(Statistics.map(StructField(_, DoubleType)))
+    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any = {
+      val read: (LiveSlide, CertifiedAlert) => Any = {
+        case (s: LiveMomentsSlide, _) =>
+          val m = s.answer
+          def estimate(a: Array[Double]): Any = if (a == null) null else a(0)
+          new GenericRow(Array[Any](estimate(m.avg), estimate(m.variance(false)),
+            estimate(m.variance(true)), estimate(m.stddev(false)), estimate(m.stddev(true))))
+      }
+      read
+    }
+  }
+
   private val Families: Map[String, Family] = Map(
     "count" -> CountFamily, "sum" -> SumFamily, "distinct" -> DistinctFamily,
-    "percentile" -> PercentileFamily)
+    "percentile" -> PercentileFamily, "moments" -> MomentsFamily)
 
   private def refuse(c: LiveColumn, problem: String): Nothing =
     throw new IllegalArgumentException(s"$Name: ${c.family} `${c.name}`: its column $problem")

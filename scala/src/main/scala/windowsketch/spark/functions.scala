@@ -196,4 +196,122 @@ object functions {
   def window_percentile_sketch_estimate(sketch: Column, percentage: Column, asOf: Column,
       subWindow: Column): Column =
     call_function("window_percentile_sketch_estimate", sketch, percentage, asOf, subWindow)
+
+  /**
+   * The average of the non-NULL `x` in the sliding window ending at the largest `ts` seen,
+   * within eps times the window's standard deviation; see `approx_window_avg`.
+   */
+  def approx_window_avg(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_avg", x, ts, window, eps)
+
+  def approx_window_avg(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_avg", x, ts, window)
+
+  def approx_window_avg(x: String, ts: String, window: Any, eps: Double): Column =
+    approx_window_avg(col(x), col(ts), lit(window), lit(eps))
+
+  /** The sample variance in the sliding window, within eps relative error; see `approx_window_variance`. */
+  def approx_window_variance(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_variance", x, ts, window, eps)
+
+  def approx_window_variance(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_variance", x, ts, window)
+
+  def approx_window_variance(x: String, ts: String, window: Any, eps: Double): Column =
+    approx_window_variance(col(x), col(ts), lit(window), lit(eps))
+
+  /** The sample variance (as `var_samp`); see `approx_window_var_samp`. */
+  def approx_window_var_samp(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_var_samp", x, ts, window, eps)
+
+  def approx_window_var_samp(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_var_samp", x, ts, window)
+
+  /** The population variance (as `var_pop`); see `approx_window_var_pop`. */
+  def approx_window_var_pop(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_var_pop", x, ts, window, eps)
+
+  def approx_window_var_pop(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_var_pop", x, ts, window)
+
+  /** The sample standard deviation, within eps / 2 relative error; see `approx_window_stddev`. */
+  def approx_window_stddev(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_stddev", x, ts, window, eps)
+
+  def approx_window_stddev(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_stddev", x, ts, window)
+
+  def approx_window_stddev(x: String, ts: String, window: Any, eps: Double): Column =
+    approx_window_stddev(col(x), col(ts), lit(window), lit(eps))
+
+  /** The sample standard deviation (as `stddev_samp`); see `approx_window_stddev_samp`. */
+  def approx_window_stddev_samp(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_stddev_samp", x, ts, window, eps)
+
+  def approx_window_stddev_samp(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_stddev_samp", x, ts, window)
+
+  /** The population standard deviation (as `stddev_pop`); see `approx_window_stddev_pop`. */
+  def approx_window_stddev_pop(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_stddev_pop", x, ts, window, eps)
+
+  def approx_window_stddev_pop(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_stddev_pop", x, ts, window)
+
+  /** [[approx_window_avg]] with certified bounds: STRUCT(estimate, lower, upper). */
+  def approx_window_avg_bounds(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_avg_bounds", x, ts, window, eps)
+
+  def approx_window_avg_bounds(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_avg_bounds", x, ts, window)
+
+  /** [[approx_window_stddev]] with certified bounds: STRUCT(estimate, lower, upper). */
+  def approx_window_stddev_bounds(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("approx_window_stddev_bounds", x, ts, window, eps)
+
+  def approx_window_stddev_bounds(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_stddev_bounds", x, ts, window)
+
+  /** A mergeable moments sketch (BINARY) of the group's values; see `window_moments_sketch`. */
+  def window_moments_sketch(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("window_moments_sketch", x, ts, window, eps)
+
+  def window_moments_sketch(x: Column, ts: Column, window: Column): Column =
+    call_function("window_moments_sketch", x, ts, window)
+
+  def window_moments_sketch(x: String, ts: String, window: Any, eps: Double): Column =
+    window_moments_sketch(col(x), col(ts), lit(window), lit(eps))
+
+  /** Merges the group's moments sketches into one; see `window_moments_sketch_merge`. */
+  def window_moments_sketch_merge(sketch: Column): Column =
+    call_function("window_moments_sketch_merge", sketch)
+
+  def window_moments_sketch_merge(sketch: String): Column = window_moments_sketch_merge(col(sketch))
+
+  /**
+   * One statistic of the sketch ("avg", "var_samp" or "variance", "var_pop", "stddev_samp"
+   * or "stddev", "stddev_pop") in its window ending at its largest ts.
+   */
+  def window_moments_sketch_estimate(sketch: Column, statistic: String): Column =
+    call_function("window_moments_sketch_estimate", sketch, lit(statistic))
+
+  /** The statistic in the sketch's window ending at `asOf`. */
+  def window_moments_sketch_estimate(sketch: Column, statistic: String, asOf: Column): Column =
+    call_function("window_moments_sketch_estimate", sketch, lit(statistic), asOf)
+
+  /** The statistic in the window of length `subWindow` ending at `asOf`. */
+  def window_moments_sketch_estimate(sketch: Column, statistic: String, asOf: Column,
+      subWindow: Column): Column =
+    call_function("window_moments_sketch_estimate", sketch, lit(statistic), asOf, subWindow)
+
+  /** STRUCT(estimate, lower, upper) of the statistic; see `window_moments_sketch_bounds`. */
+  def window_moments_sketch_bounds(sketch: Column, statistic: String): Column =
+    call_function("window_moments_sketch_bounds", sketch, lit(statistic))
+
+  def window_moments_sketch_bounds(sketch: Column, statistic: String, asOf: Column): Column =
+    call_function("window_moments_sketch_bounds", sketch, lit(statistic), asOf)
+
+  def window_moments_sketch_bounds(sketch: Column, statistic: String, asOf: Column,
+      subWindow: Column): Column =
+    call_function("window_moments_sketch_bounds", sketch, lit(statistic), asOf, subWindow)
 }

@@ -100,10 +100,7 @@ object ApproxWindowCount {
  * by `ts`, [[OrderedWindowFrames]] sets `orderedInput`, as rows then arrive in time order
  * and are never merged. Everything else gets the mergeable any-order sketch.
  */
-abstract class OrderedCountAggregate extends WindowCountAggregate {
-  def orderedInput: Boolean
-
-  /** This aggregate with `orderedInput` set. */
+abstract class OrderedCountAggregate extends WindowCountAggregate with OrderedInputAggregate {
   def withOrderedInput: OrderedCountAggregate
 
   /** The time-ordered structure for running frames: the count's exponential histogram. */

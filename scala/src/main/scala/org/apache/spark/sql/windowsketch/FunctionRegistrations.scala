@@ -4,7 +4,7 @@ import scala.reflect.ClassTag
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.FunctionIdentifier
-import org.apache.spark.sql.catalyst.analysis.FunctionRegistryBase
+import org.apache.spark.sql.catalyst.analysis.{FunctionRegistry, FunctionRegistryBase}
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo}
 
 /**
@@ -24,6 +24,15 @@ object FunctionRegistrations {
     registration[ApproxWindowCountDistinct](ApproxWindowCountDistinct.Name),
     registration[ApproxWindowPercentile](ApproxWindowPercentile.Name),
     registration[ApproxWindowPercentileBounds](ApproxWindowPercentileBounds.Name),
+    registration[ApproxWindowAvg]("approx_window_avg"),
+    registration[ApproxWindowVarSamp]("approx_window_var_samp"),
+    alias[ApproxWindowVarSamp]("approx_window_variance"),
+    registration[ApproxWindowVarPop]("approx_window_var_pop"),
+    registration[ApproxWindowStddevSamp]("approx_window_stddev_samp"),
+    alias[ApproxWindowStddevSamp]("approx_window_stddev"),
+    registration[ApproxWindowStddevPop]("approx_window_stddev_pop"),
+    registration[ApproxWindowAvgBounds](ApproxWindowAvgBounds.Name),
+    registration[ApproxWindowStddevBounds](ApproxWindowStddevBounds.Name),
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
     registration[WindowSketchEstimate](WindowSketchEstimate.Name),
@@ -33,7 +42,11 @@ object FunctionRegistrations {
     registration[WindowDistinctSketchEstimate](WindowDistinctSketchEstimate.Name),
     registration[WindowPercentileSketchAgg](WindowPercentileSketchAgg.Name),
     registration[WindowPercentileSketchMerge](WindowPercentileSketchMerge.Name),
-    registration[WindowPercentileSketchEstimate](WindowPercentileSketchEstimate.Name))
+    registration[WindowPercentileSketchEstimate](WindowPercentileSketchEstimate.Name),
+    registration[WindowMomentsSketchAgg](WindowMomentsSketchAgg.Name),
+    registration[WindowMomentsSketchMerge](WindowMomentsSketchMerge.Name),
+    registration[WindowMomentsSketchEstimate](WindowMomentsSketchEstimate.Name),
+    registration[WindowMomentsSketchBounds](WindowMomentsSketchBounds.Name))
 
   /**
    * Adds every function to a running classic session's registry, under the name that
@@ -57,5 +70,15 @@ object FunctionRegistrations {
   private def registration[T <: Expression : ClassTag](name: String): Registration = {
     val (info, builder) = FunctionRegistryBase.build[T](name, Some(Since))
     (FunctionIdentifier(name), info, builder)
+  }
+
+  /** Another name of a function, which names its result columns too, as Spark's aliases do. */
+  private def alias[T <: Expression : ClassTag](name: String): Registration = {
+    val (identifier, info, builder) = registration[T](name)
+    (identifier, info, (arguments: Seq[Expression]) => {
+      val expression = builder(arguments)
+      expression.setTagValue(FunctionRegistry.FUNC_ALIAS, name)
+      expression
+    })
   }
 }

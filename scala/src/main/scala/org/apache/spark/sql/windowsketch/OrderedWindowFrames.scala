@@ -1,32 +1,45 @@
 package org.apache.spark.sql.windowsketch
 
-import org.apache.spark.sql.catalyst.expressions.{Ascending, CurrentRow, SpecifiedWindowFrame,
-  UnboundedPreceding, WindowExpression, WindowSpecDefinition}
-import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
+import org.apache.spark.sql.catalyst.expressions.{Ascending, CurrentRow, Expression,
+  SpecifiedWindowFrame, UnboundedPreceding, WindowExpression, WindowSpecDefinition}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, AggregateFunction}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Window}
 import org.apache.spark.sql.catalyst.rules.Rule
 
 /**
- * Marks the counts and sums (`approx_window_count`, `approx_window_count_bounds`,
- * `approx_window_sum`) in running frames ordered by their own `ts` ascending
- * (`OVER (PARTITION BY k ORDER BY ts)`, RANGE or ROWS from UNBOUNDED PRECEDING to CURRENT
- * ROW): there Spark feeds each partition's rows once, in time order, and calls eval after
- * every row, so the time-ordered histogram answers in O(1). Spark knows the context only
- * at planning time, and the structure must be chosen before the first row.
+ * An aggregate with a time-ordered form for running frames: rows arrive in `ts` order and
+ * are never merged, so a structure answering in O(1) after each row can replace the
+ * mergeable sketch (the counts' exponential histogram, the sums' histogram, the moments'
+ * buckets).
+ */
+trait OrderedInputAggregate extends AggregateFunction {
+  def ts: Expression
+  def orderedInput: Boolean
+
+  /** This aggregate with `orderedInput` set. */
+  def withOrderedInput: AggregateFunction
+}
+
+/**
+ * Marks the aggregates with a time-ordered form ([[OrderedInputAggregate]]) in running
+ * frames ordered by their own `ts` ascending (`OVER (PARTITION BY k ORDER BY ts)`, RANGE or
+ * ROWS from UNBOUNDED PRECEDING to CURRENT ROW): there Spark feeds each partition's rows
+ * once, in time order, and calls eval after every row. Spark knows the context only at
+ * planning time, and the structure must be chosen before the first row.
  */
 object OrderedWindowFrames extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.transformUp {
     case w: Window => w.transformExpressions {
       case we @ WindowExpression(ae: AggregateExpression, spec: WindowSpecDefinition) =>
         ae.aggregateFunction match {
-          case f: OrderedCountAggregate if !f.orderedInput && runsInTimeOrder(spec, f) =>
+          case f: OrderedInputAggregate if !f.orderedInput && runsInTimeOrder(spec, f) =>
             we.copy(windowFunction = ae.copy(aggregateFunction = f.withOrderedInput))
           case _ => we
         }
     }
   }
 
-  private def runsInTimeOrder(spec: WindowSpecDefinition, f: OrderedCountAggregate): Boolean =
+  private def runsInTimeOrder(spec: WindowSpecDefinition, f: OrderedInputAggregate): Boolean =
     spec.frameSpecification match {
       case SpecifiedWindowFrame(_, UnboundedPreceding, CurrentRow) =>
         spec.orderSpec.headOption.exists { order =>

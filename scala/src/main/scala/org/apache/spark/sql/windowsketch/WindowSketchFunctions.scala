@@ -92,7 +92,7 @@ private[windowsketch] object SketchInput {
     try SketchFormat.deserializeQuantiles(bytes)
     catch { case e: CorruptSketchException => throw named(function, e) }
 
-  private def named(function: String, e: CorruptSketchException): IllegalArgumentException =
+  def named(function: String, e: CorruptSketchException): IllegalArgumentException =
     new IllegalArgumentException(s"$function: ${e.getMessage}", e)
 
   def checkBinary(sketch: Expression, maker: String): TypeCheckResult =
