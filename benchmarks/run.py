@@ -49,6 +49,11 @@ class Sizes:
     percentile_window: int
     percentile_sliding_rows: int  # rows percentile_approx's sliding frame is timed on
     percentile_keys: list
+    moments_rows: int
+    moments_window: int
+    moments_sliding_window: int  # the window stddev's sliding frame is timed at
+    moments_sliding_rows: int
+    moments_keys: list
 
 
 QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
@@ -58,7 +63,9 @@ QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
               churn_keys=5_000, churn_events=100_000, churn_batches=4, live_warm_up=False,
               stored_sketches=5_000,
               column_sketches=20_000, sum_rows=100_000, percentile_rows=100_000,
-              percentile_window=1_000, percentile_sliding_rows=2_000, percentile_keys=[10**3])
+              percentile_window=1_000, percentile_sliding_rows=2_000, percentile_keys=[10**3],
+              moments_rows=200_000, moments_window=10_000, moments_sliding_window=1_000,
+              moments_sliding_rows=2_000, moments_keys=[10**3])
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
@@ -67,7 +74,9 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              churn_keys=200_000, churn_events=2_000_000, churn_batches=12, live_warm_up=True,
              stored_sketches=100_000,
              column_sketches=1_000_000, sum_rows=3_000_000, percentile_rows=1_000_000,
-             percentile_window=10_000, percentile_sliding_rows=500, percentile_keys=[10**4, 10**6])
+             percentile_window=10_000, percentile_sliding_rows=500, percentile_keys=[10**4, 10**6],
+             moments_rows=10_000_000, moments_window=100_000, moments_sliding_window=10_000,
+             moments_sliding_rows=500, moments_keys=[10**4, 10**6])
 
 
 @dataclass
@@ -370,6 +379,115 @@ def percentiles(spark, sizes, report):
         ["keys", "query", "seconds"], lines,
         "Best of two alternating runs. The window covers every row, so both answer over the same "
         "rows; percentile_approx at its default accuracy (1/eps = 10,000), ours exact.")
+
+
+def moments(spark, sizes, report):
+    """Standard deviations per row in a running frame: approx_window_stddev (the
+    time-ordered buckets, docs/moments.md) against Spark's stddev over the same sliding
+    frame (which re-aggregates the frame for every row), the running count floor, and the
+    exact prefix difference (running count, sum and sum of squares, minus the same lagging
+    the window), whose error at a mean of 10^9 is measured against exact integer sums; then
+    GROUP BY against Spark's stddev."""
+    n, window = sizes.moments_rows, sizes.moments_window
+    sliding_window, sample = sizes.moments_sliding_window, sizes.moments_sliding_rows
+    # 4 keys of consecutive positions; values 10^9 + m / 64 (doubles held exactly), m < 64,000.
+    value = "1e9 + CAST((id * 2654435761) % 64000 AS DOUBLE) / 64"
+    spark.range(n).selectExpr("id % 4 AS k", "id DIV 4 AS ts", f"{value} AS x") \
+        .createOrReplaceTempView("moment_latencies")
+    running = "OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING)"
+    lagging = f"OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND {window} PRECEDING)"
+    prefix = (f"SELECT k, ts, sqrt(try_divide(s2 - l2 - (s1 - l1) * (s1 - l1) / (c - lc), c - lc - 1)) AS sd "
+              f"FROM (SELECT k, ts, count(x) {running} AS c, sum(x) {running} AS s1, "
+              f"sum(x * x) {running} AS s2, coalesce(count(x) {lagging}, 0) AS lc, "
+              f"coalesce(sum(x) {lagging}, 0) AS l1, coalesce(sum(x * x) {lagging}, 0) AS l2 "
+              f"FROM moment_latencies)")
+    ours_sql = (f"SELECT k, ts, approx_window_stddev(x, ts, {window}) OVER (PARTITION BY k "
+                f"ORDER BY ts) AS sd FROM moment_latencies")
+    queries = {"approx_window_stddev": ours_sql, "exact prefix difference": prefix,
+               "running count, the floor": f"SELECT count(x) {running} AS c FROM moment_latencies"}
+    runs = 1 if sizes is QUICK else 2
+    ns = {name: min(measured(spark, spark.sql(q)).seconds for _ in range(runs)) / n * 1e9
+          for name, q in queries.items()}
+
+    # stddev over a sliding frame re-aggregates it per row: its cost at full frames is the
+    # difference between one key's first frame + 3 * sample rows and frame + sample.
+    def sliding(rows):
+        return (f"SELECT stddev(x) OVER (ORDER BY ts ROWS BETWEEN {sliding_window - 1} PRECEDING "
+                f"AND CURRENT ROW) AS sd FROM moment_latencies WHERE k = 0 AND ts < {rows}")
+    best = best_alternating(spark, {"long": sliding(sliding_window + 3 * sample),
+                                    "short": sliding(sliding_window + sample)})
+    spark_sliding = (best["long"].seconds - best["short"].seconds) / (2 * sample) * 1e9
+
+    # Accuracy at mean 10^9: the last rows of key 0 against exact sums of the values * 64.
+    checked = min(2_000, n // 4 - window)
+    last = n // 4 - 1
+    got = {name: dict(spark.sql(f"SELECT ts, sd FROM ({q}) WHERE k = 0 AND ts > {last - checked}")
+                      .collect()) for name, q in (("approx_window_stddev", ours_sql),
+                                                  ("exact prefix difference", prefix))}
+    first = last - checked + 1  # the first row checked; its window starts window - 1 before
+    ints = {t: 64 * 10**9 + (4 * t * 2654435761) % 64000 for t in range(first - window, last + 1)}
+    worst = {name: 0.0 for name in got}
+    s1 = sum(ints[t] for t in range(first - window, first))
+    s2 = sum(ints[t] ** 2 for t in range(first - window, first))
+    for t in range(first, last + 1):  # the window (t - window, t], slid by integer sums
+        s1 += ints[t] - ints[t - window]
+        s2 += ints[t] ** 2 - ints[t - window] ** 2
+        exact = math.sqrt((window * s2 - s1 * s1) / (window * (window - 1))) / 64
+        for name in got:
+            answer = got[name][t]
+            error = math.inf if answer is None or math.isnan(answer) else abs(answer - exact) / exact
+            worst[name] = max(worst[name], error)
+    results = {"approx_window_stddev": (ns["approx_window_stddev"], f"{n:,}"),
+               "exact prefix difference (count, sum, sum of squares)":
+                   (ns["exact prefix difference"], f"{n:,}"),
+               "Spark's stddev, sliding frame": (spark_sliding, f"{2 * sample:,} at full frames of {sliding_window:,}"),
+               "running count, the floor": (ns["running count, the floor"], f"{n:,}")}
+    ours = ns["approx_window_stddev"]
+    for name, (value_ns, rows) in results.items():
+        report.add("moments", name, "ns/row", value_ns, "ns/row", f"{rows} rows, window {window}")
+    for name, error in worst.items():
+        report.add("moments", name, "worst relative error of stddev at mean 10^9", error, "ratio",
+                   f"last {checked} rows of a key")
+    report.table(
+        f"Standard deviation in running windows of {window:,} rows ({n:,} rows, 4 keys, mean 10^9), "
+        "cost per row",
+        ["query", "rows", "ns/row", "÷ approx_window_stddev", "worst relative error"],
+        [(name, rows, f"{v:,.0f}", f"{v / ours:,.2f}",
+          {"approx_window_stddev": f"{worst['approx_window_stddev']:.1e}",
+           "exact prefix difference (count, sum, sum of squares)":
+               f"{worst['exact prefix difference']:.1e}"}.get(name, ""))
+         for name, (v, rows) in results.items()],
+        "Values 10^9 + m/64 for m < 64,000 (deviation about 290), exact as doubles. The "
+        "error column compares the last rows of a key with the exact standard deviation from "
+        "integer sums (eps 0.01 promises at most 0.005): the prefix difference subtracts sums "
+        "of squares of values near 10^9, and their rounding swamps the variance. Spark's "
+        "stddev over a sliding frame "
+        "re-aggregates it per row, so its cost grows with the frame; it is measured at full "
+        f"frames of {sliding_window:,} rows (best of 3 alternating runs each of one key's "
+        f"first {sliding_window:,} + {3 * sample:,} and {sliding_window:,} + {sample:,} rows).")
+    lines = []
+    for keys in sizes.moments_keys:
+        rows = sizes.group_rows
+        spark.range(rows).selectExpr(f"id % {keys} AS g", "id AS ts",
+                                     "CAST((id * 2654435761) % 100000 AS DOUBLE) / 100 AS x") \
+            .createOrReplaceTempView("moment_groups")
+        best = best_alternating(spark, {
+            "approx_window_stddev": "SELECT g, approx_window_stddev(x, ts, 1000000000) "
+                                    "FROM moment_groups GROUP BY g",
+            "stddev": "SELECT g, stddev(x) FROM moment_groups GROUP BY g",
+        }, runs=2)
+        for name, m in best.items():
+            report.add("moments", f"GROUP BY {keys} keys {name}", "seconds", m.seconds, "s",
+                       f"{rows} rows")
+            lines.append((f"{keys:,}", name, f"{m.seconds:.2f}"))
+        lines.append((f"{keys:,}", "ours ÷ stddev",
+                      f"{best['approx_window_stddev'].seconds / best['stddev'].seconds:.2f}"))
+    report.table(
+        f"Standard deviations in GROUP BY: {sizes.group_rows:,} rows", ["keys", "query", "seconds"],
+        lines, "Best of two alternating runs. The window covers every row, so both answer over "
+        "the same rows. Spark's stddev is a declarative aggregate: generated code over a "
+        "fixed-size buffer in the hash aggregation's rows; ours is an object per key (the "
+        "mergeable sketch), which Spark sorts past 128 keys a task.")
 
 
 def distinct_group_by(spark, sizes, report):
@@ -925,7 +1043,7 @@ def plots(out, window_plot, state_plot):
 #: The report's sections in order: each a function of (spark, sizes, report[, workdir]),
 #: but scaling, which starts its own Spark processes.
 SECTIONS = ["core_throughput", "running_windows", "running_sums", "distinct_windows", "distinct_group_by",
-            "percentiles",
+            "percentiles", "moments",
             "distinct_state", "group_by", "state_size", "accuracy", "streaming_state",
             "live_counts", "sketch_columns", "stored_sketches", "scaling"]
 NEEDS_WORKDIR = {"streaming_state", "live_counts", "sketch_columns", "stored_sketches"}

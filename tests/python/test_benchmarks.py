@@ -21,6 +21,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Distinct values in running windows",
                     "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
                     "p99 in running windows", "Percentiles in GROUP BY",
+                    "Standard deviation in running windows", "Standard deviations in GROUP BY",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
                     "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling"):
@@ -29,9 +30,12 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
-        "percentiles",
+        "percentiles", "moments",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
+    # The moments' error at mean 10^9 within eps / 2; the prefix difference's far from it.
+    errors = {r["case"]: float(r["value"]) for r in rows if r["measure"].startswith("worst relative")}
+    assert errors["approx_window_stddev"] <= 0.005 < errors["exact prefix difference"]
     # Both live operators keep exactly the live keys, counted from the events after every batch.
     (gap,) = [r["value"] for r in rows if r["measure"].startswith("largest |state rows - live")]
     assert float(gap) == 0

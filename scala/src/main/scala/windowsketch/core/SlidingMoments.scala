@@ -173,8 +173,10 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
    */
   private def visit(k: Int, lo: Long, a: Int, b: Int, above: Moments, after: SuffixMoments,
       out: MomentNodes): Unit = {
-    val subtree = nodes.range(a, b)
-    if (k == 0 || collapsible(subtree, above, after, b)) {
+    // (I) first, on exact counts: the subtree's moments are summed only where it can pass.
+    val count = after.counts(a) - after.counts(b)
+    val subtree = if (k == 0 || count + above.n + 1 <= check * after.counts(b)) nodes.range(a, b) else null
+    if (k == 0 || (subtree != null && collapsible(subtree, above, after, b))) {
       out.add(k, lo, subtree.n, subtree.mean, subtree.m2)
     } else if (b - a == 1) {
       // One node: (I) and (M) fail alike at every level down to its own, where it stays.
