@@ -245,3 +245,63 @@ def test_damaged_bytes_with_valid_checksums_are_refused_or_stay_certified(sketch
         assert row[0] <= row[1] and all(row[2 + 3 * k + 1] <= row[2 + 3 * k + 2]
                                         for k in range(len(STATS)) if not math.isnan(row[2 + 3 * k]))
     assert refused > 0 and kept > 0
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        pos += 1
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _write_varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def test_a_live_state_of_ordered_buckets_reads_back_checked(sketches):
+    """The buckets a live window stores answer as before when read back; a bucket of
+    several timestamps whose count or mean breaks its certificate against the newer
+    buckets is refused by name (a CRC cannot tell a forged state from a true one)."""
+    rng = np.random.default_rng(stable_seed("moments-live-state"))
+    ts = np.arange(3000, dtype=np.int64)
+    values = rng.normal(100, 5, 3000)
+    window, eps = 2000, 0.3
+    state = bytes(sketches.replay.orderedMomentsState(window, eps, _longs(ts), _doubles(values)))
+    answers = np.frombuffer(bytes(sketches.replay.orderedMomentsAnswers(window, eps, state)),
+                            dtype=">f8")
+    n, mean, m2 = Exact(values).of(ts > ts.max() - window)
+    check_answer(answers, n, mean, m2, eps, "read back")
+    # flags (1), now (8), the next compaction and the bucket count, then buckets newest
+    # first: age, span, count (varints), mean and M2 (8 bytes each).
+    pos = 9
+    _, pos = _varint(state, pos)
+    count, pos = _varint(state, pos)
+    buckets = []
+    for _ in range(count):
+        start = pos
+        _, pos = _varint(state, pos)
+        span, pos = _varint(state, pos)
+        at_count = pos
+        n_bucket, pos = _varint(state, pos)
+        buckets.append((start, span, at_count, pos, n_bucket))
+        pos += 16
+    assert pos == len(state)
+    start, span, at_count, at_mean, n_bucket = next(b for b in reversed(buckets) if b[1] > 0)
+    too_many = state[:at_count] + _write_varint(n_bucket * 1000) + state[at_mean:]
+    far_mean = state[:at_mean] + np.float64(1e6).byteswap().tobytes() + state[at_mean + 8:]
+    for bad in (too_many, far_mean):
+        with pytest.raises(Exception, match=r"invalid sketch bytes: moments bucket \d+ breaks "
+                                            r"its certificate"):
+            sketches.replay.orderedMomentsAnswers(window, eps, bad)
+    with pytest.raises(Exception, match=r"invalid sketch bytes: invalid moments bucket \d+"):
+        sketches.replay.orderedMomentsAnswers(window, eps, state[:9] + state[9:-16] +
+                                              np.float64(np.nan).byteswap().tobytes() * 2)

@@ -65,9 +65,8 @@ final class OrderedMoments(val window: Long, val eps: Double) extends MomentsWin
     if (!seenAny || ts > nowTs) {
       nowTs = ts
       seenAny = true
+      // Past the split the running total still holds buckets that left: a query flips first.
       while (head < tail && !inside(lasts(head))) head += 1
-      // Past the split, the running total holds buckets that left: count the rest again.
-      if (head > split) flip()
     }
 
   def merge(other: MomentsWindow): Unit =

@@ -450,6 +450,29 @@ object Replay {
     s
   }
 
+  /** The time-ordered moments of these rows (in time order) as a live window stores them. */
+  def orderedMomentsState(window: Long, eps: Double, timestamps: Array[Byte],
+      values: Array[Byte]): Array[Byte] = {
+    val s = new OrderedMoments(window, eps)
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    while (t.hasRemaining) s.add(t.getLong(), v.getDouble())
+    val out = new ByteWriter(64)
+    s.writeTo(out)
+    out.result()
+  }
+
+  /**
+   * A live window's time-ordered moments read back from `state` ([[orderedMomentsState]]),
+   * then the window's answers ending at its now, as [[momentsAnswers]] gives them.
+   */
+  def orderedMomentsAnswers(window: Long, eps: Double, state: Array[Byte]): Array[Byte] = {
+    val s = OrderedMoments.readFrom(window, eps, new ByteReader(state, state.length))
+    val out = ByteBuffer.allocate(MomentsWidth * 8)
+    putMoments(out, s.momentsInOrder)
+    out.array()
+  }
+
   private def putMoments(out: ByteBuffer, m: WindowMoments): Unit = {
     out.putDouble(m.countLower.toDouble)
     out.putDouble(m.countUpper.toDouble)
