@@ -1,7 +1,8 @@
 """Structured Streaming with a checkpoint: stop, restart, and the counts carry on exactly
 (within the bound) over all events, nothing lost and nothing counted twice; so do the
-distinct counts, which equal the batch aggregate's over every event, and the p99 latency,
-which equals the exact p99 of each host's last hour."""
+distinct counts, which equal the batch aggregate's over every event, the p99 latency,
+which equals the exact p99 of each host's last hour, and its standard deviation, within
+eps / 2 of the exact one."""
 from __future__ import annotations
 
 import datetime
@@ -13,6 +14,7 @@ import os
 import numpy as np
 
 from conftest import ROOT, run_in_own_process
+from moments_reference import Exact, check_statistic
 from windowsketch.functions import approx_window_count_distinct
 
 EXAMPLE = os.path.join(ROOT, "examples", "streaming_counts.py")
@@ -66,6 +68,16 @@ def exact_p99_last_hour(rows):
     return out
 
 
+def check_stddev_last_hour(rows, seen):
+    """Each host's standard deviation of its last hour's latencies within eps / 2 (0.005)
+    of the exact one, in exact arithmetic."""
+    for host, now in latest_per_host(rows).items():
+        hour_ago = now - datetime.timedelta(hours=1)
+        values = [ms for h, ts, _, _, ms in rows if h == host and ts >= hour_ago]
+        n, mean, m2 = Exact(values).of(np.ones(len(values), dtype=bool))
+        check_statistic("stddev_samp", seen[host][3], None, None, n, mean, m2, 0.01, host)
+
+
 def batch_distinct_last_hour(spark, rows):
     """The batch aggregate over every event: the same registers a correct stream holds."""
     df = spark.createDataFrame([(h, ts, c) for h, ts, _, c, _ in rows],
@@ -78,7 +90,8 @@ def run_until_caught_up(spark, example, source, checkpoint, seen):
     query = example.start(spark, source, checkpoint,
                           lambda rows: seen.update(
                               {r.host: (r.errors_last_hour, r.clients_last_hour,
-                                        r.p99_ms_last_hour) for r in rows}),
+                                        r.p99_ms_last_hour, r.stddev_ms_last_hour)
+                               for r in rows}),
                           available_now=True)
     query.awaitTermination(600)
     assert query.exception() is None
@@ -99,7 +112,8 @@ seen = {{}}
 query = example.start(spark, {source!r}, {checkpoint!r},
                       lambda rows: seen.update(
                           {{r.host: (r.errors_last_hour, r.clients_last_hour,
-                                     r.p99_ms_last_hour) for r in rows}}),
+                                     r.p99_ms_last_hour, r.stddev_ms_last_hour)
+                            for r in rows}}),
                       available_now=True)
 query.awaitTermination(600)
 assert query.exception() is None
@@ -126,8 +140,9 @@ def test_counts_survive_a_restart_from_the_checkpoint(spark, tmp_path):
     before = exact_last_hour(first)
     for host, exact in before.items():
         assert abs(seen[host][0] - exact) <= 0.01 * exact, (host, seen[host], exact)
-    assert {h: d for h, (_, d, _) in seen.items()} == batch_distinct_last_hour(spark, first)
-    assert {h: p for h, (_, _, p) in seen.items()} == exact_p99_last_hour(first)
+    assert {h: d for h, (_, d, _, _) in seen.items()} == batch_distinct_last_hour(spark, first)
+    assert {h: p for h, (_, _, p, _) in seen.items()} == exact_p99_last_hour(first)
+    check_stddev_last_hour(first, seen)
 
     for i, chunk in enumerate(np.array_split(np.arange(len(second)), 3)):
         write_batch(source, f"b{i}.json", [second[j] for j in chunk])
@@ -145,13 +160,14 @@ def test_counts_survive_a_restart_from_the_checkpoint(spark, tmp_path):
     # Distinct clients: the batch answer over both waves, so neither wave was lost or
     # doubled; the waves' windows differ, so an answer from one wave alone would show.
     distinct_after = batch_distinct_last_hour(spark, first + second)
-    assert {h: d for h, (_, d, _) in seen.items()} == distinct_after
+    assert {h: d for h, (_, d, _, _) in seen.items()} == distinct_after
     assert distinct_after != batch_distinct_last_hour(spark, second)
     assert min(distinct_after.values()) > 200
     # The p99 of each host's last hour, over both waves: exact, so a lost or doubled wave
     # (or a window cut from one wave's rows) would show.
     p99_after = exact_p99_last_hour(first + second)
-    assert {h: p for h, (_, _, p) in seen.items()} == p99_after
+    assert {h: p for h, (_, _, p, _) in seen.items()} == p99_after
     assert p99_after != exact_p99_last_hour(second)
+    check_stddev_last_hour(first + second, seen)
     print(f"\nstreaming restart: per-host exact {sorted(after.items())}, "
           f"approx {sorted(seen.items())}")
