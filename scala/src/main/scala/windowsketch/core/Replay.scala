@@ -450,6 +450,93 @@ object Replay {
     s
   }
 
+  /**
+   * The top `k` items of the window after each row, rows in the given order: the exact
+   * time-ordered counts if `ordered` (rows must then be in time order), else the sketch
+   * [[SlidingTopK]]. `items` a big-endian long per row (the item is its 8 bytes), `present`
+   * a byte per row (0: NULL). Per row, as big-endian longs: how many items are listed
+   * (m <= k), then k entries of (item, estimate, lower, upper), the last k - m zeros, then
+   * the effective eps's bits.
+   */
+  def topKPerRow(window: Long, eps: Double, k: Int, ordered: Boolean, timestamps: Array[Byte],
+      items: Array[Byte], present: Array[Byte]): Array[Byte] = {
+    val sketch = if (ordered) null else new SlidingTopK(window, eps)
+    val exact = if (ordered) new OrderedTopK(window) else null
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(items)
+    val out = ByteBuffer.allocate(present.length * 8 * (2 + 4 * k))
+    var i = 0
+    while (i < present.length) {
+      val ts = t.getLong()
+      val item = itemBytes(v.getLong())
+      if (ordered) { if (present(i) != 0) exact.add(ts, item) else exact.advanceTo(ts) }
+      else { if (present(i) != 0) sketch.add(ts, item) else sketch.advanceTo(ts) }
+      putTop(out, if (ordered) exact.top(k) else sketch.top(k), k)
+      out.putLong(java.lang.Double.doubleToLongBits(if (ordered) 0.0 else sketch.effectiveEps))
+      i += 1
+    }
+    out.array()
+  }
+
+  /**
+   * Rows split into partial sketches by `parts` (a byte per row), each fed in the given
+   * order, folded linearly as Spark merges partial aggregates, then the top `k` of the
+   * window ending at `end` of each length in `lengths`, as [[topKPerRow]] gives them.
+   */
+  def topKMerged(window: Long, eps: Double, k: Int, timestamps: Array[Byte], items: Array[Byte],
+      present: Array[Byte], parts: Array[Byte], end: Long, lengths: Array[Byte]): Array[Byte] = {
+    val partials = scala.collection.mutable.TreeMap.empty[Int, SlidingTopK]
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(items)
+    var i = 0
+    while (i < present.length) {
+      val s = partials.getOrElseUpdate(parts(i).toInt, new SlidingTopK(window, eps))
+      val ts = t.getLong()
+      val item = itemBytes(v.getLong())
+      if (present(i) != 0) s.add(ts, item) else s.advanceTo(ts)
+      i += 1
+    }
+    val total = new SlidingTopK(window, eps)
+    partials.values.foreach(total.merge)
+    topKAnswers(total, end, lengths, k)
+  }
+
+  /** The top `k` of `s`'s windows ending at `end` of each length in `lengths`. */
+  def topKAnswers(s: SlidingTopK, end: Long, lengths: Array[Byte], k: Int): Array[Byte] = {
+    val l = ByteBuffer.wrap(lengths)
+    val out = ByteBuffer.allocate(lengths.length / 8 * 8 * (2 + 4 * k))
+    while (l.hasRemaining) {
+      putTop(out, s.topAt(end, l.getLong(), k), k)
+      out.putLong(java.lang.Double.doubleToLongBits(s.effectiveEps))
+    }
+    out.array()
+  }
+
+  /** A top-k sketch of these rows (any order; items as longs), for format tests. */
+  def topKSketch(window: Long, eps: Double, microseconds: Boolean, timestamps: Array[Byte],
+      items: Array[Byte]): SlidingTopK = {
+    val s = new SlidingTopK(window, eps)
+    s.microsecondTime = microseconds
+    s.itemType = "bigint"
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(items)
+    while (t.hasRemaining) s.add(t.getLong(), itemBytes(v.getLong()))
+    s
+  }
+
+  private def itemBytes(item: Long): Array[Byte] = ByteBuffer.allocate(8).putLong(item).array()
+
+  private def putTop(out: ByteBuffer, top: Array[ItemCount], k: Int): Unit = {
+    out.putLong(top.length.toLong)
+    top.foreach { c =>
+      out.putLong(ByteBuffer.wrap(c.item).getLong())
+      out.putLong(c.estimate)
+      out.putLong(c.lower)
+      out.putLong(c.upper)
+    }
+    (top.length until k).foreach(_ => (0 until 4).foreach(_ => out.putLong(0L)))
+  }
+
   /** The time-ordered moments of these rows (in time order) as a live window stores them. */
   def orderedMomentsState(window: Long, eps: Double, timestamps: Array[Byte],
       values: Array[Byte]): Array[Byte] = {

@@ -18,6 +18,8 @@ object SketchFormat {
   val KindQuantiles: Byte = 4
   /** Kind byte: the moments' dyadic nodes, each with its (n, mean, M2). */
   val KindMoments: Byte = 5
+  /** Kind byte: the top-k dyadic nodes, each with its row count and item counts. */
+  val KindTopK: Byte = 6
 
   /** What each kind is, as users know it: for the error when a reader gets another kind. */
   private def describeKind(kind: Byte): String = kind match {
@@ -25,6 +27,7 @@ object SketchFormat {
     case KindDistinct => "a distinct-count sketch (window_distinct_sketch)"
     case KindQuantiles => "a percentile sketch (window_percentile_sketch)"
     case KindMoments => "a moments sketch (window_moments_sketch)"
+    case KindTopK => "a top-k sketch (window_top_k_sketch)"
     case other => throw new CorruptSketchException(s"unknown sketch kind $other")
   }
 
@@ -285,6 +288,102 @@ object SketchFormat {
     s.restore(h.hasTime, h.now, check, nodes)
     s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
     s
+  }
+
+  /**
+   * A top-k sketch (kind 6): the header, the collapse parameter c, the items' type (a
+   * varint length and UTF-8), the node count, then the nodes in pre-order, each as its
+   * level, its lo (a step back from now for the first, forward from the previous one
+   * after), its row count, its summary's error and item count, and its items in their
+   * order, each as a varint length, its bytes and its count.
+   */
+  def serializeTopK(s: SlidingTopK): Array[Byte] = {
+    s.compress()
+    val out = header(KindTopK, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 16 * s.nodeCount)
+    out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
+    writeBytes(out, s.itemType.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+    out.varint(s.nodeCount)
+    var previous = 0L
+    var first = true
+    s.foreachNode { node =>
+      out.byte(node.level)
+      out.varint(if (first) s.now - node.lo else node.lo - previous)
+      out.varint(node.total)
+      out.varint(node.summary.error)
+      out.varint(node.summary.size)
+      var i = 0
+      while (i < node.summary.size) {
+        writeBytes(out, node.summary.items(i))
+        out.varint(node.summary.counts(i))
+        i += 1
+      }
+      previous = node.lo
+      first = false
+    }
+    finish(out)
+  }
+
+  /** Reads [[serializeTopK]], validated like the other kinds (docs/top-k.md). */
+  def deserializeTopK(bytes: Array[Byte]): SlidingTopK = {
+    val (in, h) = readHeader(bytes)
+    requireFamily(h.kind, KindTopK)
+    if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
+      throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")
+    }
+    val s = new SlidingTopK(h.window, h.eps)
+    s.microsecondTime = h.microseconds
+    val check = java.lang.Double.longBitsToDouble(in.long())
+    if (!(check >= h.eps / 2 && check <= SlidingTopK.MaxCheck)) {
+      throw new CorruptSketchException(s"invalid collapse parameter $check")
+    }
+    s.itemType = new String(readBytes(in, bytes.length), java.nio.charset.StandardCharsets.UTF_8)
+    val n = in.varint()
+    // A node takes at least 5 bytes: a count beyond that is damage, not a big sketch.
+    if (n < 0 || n > bytes.length / 5 || (n > 0 && !h.hasTime)) {
+      throw new CorruptSketchException(s"invalid node count $n")
+    }
+    val nodes = new scala.collection.mutable.ArrayBuffer[TopKNode](n.toInt)
+    var previous = 0L
+    var i = 0
+    while (i < n) {
+      val level = in.byte().toInt
+      val step = in.varint()
+      val fits = if (i == 0) java.lang.Long.compareUnsigned(step, h.now - Long.MinValue) <= 0
+        else java.lang.Long.compareUnsigned(step, Long.MaxValue - previous) <= 0
+      if (!fits) throw new CorruptSketchException(s"invalid node at position $i")
+      val lo = if (i == 0) h.now - step else previous + step
+      val total = in.varint()
+      val error = in.varint()
+      val size = in.varint()
+      if (size < 0 || size > s.capacity) throw new CorruptSketchException(s"invalid item count at node $i")
+      val items = new Array[Array[Byte]](size.toInt)
+      val counts = new Array[Long](size.toInt)
+      var j = 0
+      while (j < size) {
+        items(j) = readBytes(in, bytes.length)
+        counts(j) = in.varint()
+        j += 1
+      }
+      nodes += new TopKNode(level, lo, total, new ItemCounts(items, counts, error))
+      previous = lo
+      i += 1
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    s.restore(h.hasTime, h.now, check, nodes)
+    s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+    s
+  }
+
+  private def writeBytes(out: ByteWriter, b: Array[Byte]): Unit = {
+    out.varint(b.length)
+    b.foreach(x => out.byte(x))
+  }
+
+  /** A varint length, at most `limit`, and that many bytes. */
+  private def readBytes(in: ByteReader, limit: Int): Array[Byte] = {
+    val n = in.varint()
+    if (n < 0 || n > limit) throw new CorruptSketchException(s"invalid length $n")
+    Array.fill(n.toInt)(in.byte())
   }
 
   private final case class Header(kind: Byte, window: Long, eps: Double, hasTime: Boolean,

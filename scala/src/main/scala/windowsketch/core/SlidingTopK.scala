@@ -1,0 +1,433 @@
+package windowsketch.core
+
+import scala.collection.mutable.ArrayBuffer
+
+/**
+ * Item counts of a group of rows, some of them exact: items (their canonical bytes, sorted
+ * by [[ItemCounts.compare]]) with counts, and `error`, so that every item's true count lies
+ * in `[counted, counted + error]` (an item not held counts 0). Summaries add item by item
+ * and are then pruned as a Misra–Gries summary is merged (Agarwal et al., "Mergeable
+ * summaries", PODS 2012): past `capacity` items, the (capacity + 1)-th largest count comes
+ * off every count, the items left at 0 or less are dropped, and it is added to `error`.
+ * Each prune takes it from at least capacity + 1 counts, so for a group of `total` rows
+ * sum(counts) + (capacity + 1) * error <= total, and error <= total / (capacity + 1).
+ */
+final class ItemCounts(val items: Array[Array[Byte]], val counts: Array[Long], val error: Long) {
+  def size: Int = items.length
+
+  /** The count held for `item`, 0 if none (binary search). */
+  def countOf(item: Array[Byte]): Long = {
+    var low = 0
+    var high = items.length - 1
+    while (low <= high) {
+      val mid = (low + high) >>> 1
+      val c = ItemCounts.compare(items(mid), item)
+      if (c == 0) return counts(mid)
+      if (c < 0) low = mid + 1 else high = mid - 1
+    }
+    0L
+  }
+}
+
+object ItemCounts {
+  val Empty = new ItemCounts(new Array[Array[Byte]](0), Array.emptyLongArray, 0L)
+
+  def single(item: Array[Byte]): ItemCounts = new ItemCounts(Array(item), Array(1L), 0L)
+
+  /** Unsigned lexicographic order of item bytes, a prefix first: canonical, type-blind. */
+  def compare(a: Array[Byte], b: Array[Byte]): Int = {
+    val n = math.min(a.length, b.length)
+    var i = 0
+    while (i < n) {
+      val c = (a(i) & 0xff) - (b(i) & 0xff)
+      if (c != 0) return c
+      i += 1
+    }
+    a.length - b.length
+  }
+
+  /**
+   * The summary of several groups together: counts added item by item, errors added, then
+   * pruned to `capacity` once. The result does not depend on the order of `parts`.
+   */
+  def sum(parts: Seq[ItemCounts], capacity: Int): ItemCounts = {
+    if (parts.size == 1 && parts.head.size <= capacity) return parts.head
+    val all = new ArrayBuffer[(Array[Byte], Long)](parts.iterator.map(_.size).sum)
+    var error = 0L
+    parts.foreach { p =>
+      error = Math.addExact(error, p.error)
+      var i = 0
+      while (i < p.size) { all += ((p.items(i), p.counts(i))); i += 1 }
+    }
+    val sorted = all.sortWith((x, y) => compare(x._1, y._1) < 0)
+    val items = new ArrayBuffer[Array[Byte]](sorted.size)
+    val counts = new ArrayBuffer[Long](sorted.size)
+    sorted.foreach { case (item, count) =>
+      if (items.nonEmpty && compare(items.last, item) == 0) counts(counts.size - 1) = Math.addExact(counts.last, count)
+      else { items += item; counts += count }
+    }
+    prune(items.toArray, counts.toArray, error, capacity)
+  }
+
+  private def prune(items: Array[Array[Byte]], counts: Array[Long], error: Long,
+      capacity: Int): ItemCounts =
+    if (items.length <= capacity) new ItemCounts(items, counts, error)
+    else {
+      val ordered = counts.clone()
+      java.util.Arrays.sort(ordered)
+      val cut = ordered(ordered.length - 1 - capacity) // the (capacity + 1)-th largest
+      val kept = counts.indices.filter(i => counts(i) > cut)
+      new ItemCounts(kept.map(i => items(i)).toArray, kept.map(i => counts(i) - cut).toArray, error + cut)
+    }
+}
+
+/** A dyadic time node of [[SlidingTopK]]: `total` rows, their items' counts. */
+final class TopKNode(val level: Int, val lo: Long, val total: Long, val summary: ItemCounts)
+
+/**
+ * One item's count in a window: `lower <= exact <= upper`, `estimate` their middle.
+ */
+final case class ItemCount(item: Array[Byte], estimate: Long, lower: Long, upper: Long)
+
+/**
+ * The most frequent items of the sliding window `(now - window, now]`, in any order and
+ * through merges, with certified per-item bounds (proof: docs/top-k.md).
+ *
+ * Time is cut into dyadic nodes as in [[DyadicWindowSketch]]; each node holds its row count
+ * and an [[ItemCounts]] of capacity `ceil(2 / eps) - 1`. A subtree collapses into its root
+ * w only when (I) n_T + 1 <= c n_R, with T the rows of w's subtree and of its ancestors, R
+ * those of the nodes wholly after w and c = eps / 2 (doubled by the node cap). A query
+ * reads the nodes inside the window (L) and those straddling its start (X, one
+ * root-to-leaf path): an item's count is at least its counts in L and at most those plus
+ * L's errors and its counts and errors in X, a width of at most
+ * n_L / (capacity + 1) + n_X <= (eps / 2 + c) n.
+ */
+final class SlidingTopK(val window: Long, val eps: Double) extends SketchAxis {
+  ExponentialHistogram.checkParameters(window, eps)
+
+  var microsecondTime = false
+  /** What the items are, as the caller names their type; stored with the sketch. */
+  var itemType = ""
+  val height: Int = DyadicWindowSketch.heightFor(window)
+  /** Items a node keeps counts for. */
+  val capacity: Int = SlidingTopK.capacityFor(eps)
+
+  private var check = eps / 2
+  private var nodes = new ArrayBuffer[TopKNode]()
+  private var pending = new ArrayBuffer[TopKNode]()
+  private var seenAny = false
+  private var nowTs = 0L
+
+  def hasTime: Boolean = seenAny
+  def now: Long = nowTs
+
+  /** The eps the bounds' width is guaranteed to: `eps`, unless the node cap coarsened it. */
+  def effectiveEps: Double = 1.0 / (capacity + 1) + check
+
+  def nodeCount: Int = nodes.size + pending.size
+
+  /** Counts `item` at `ts`, in any order. */
+  def add(ts: Long, item: Array[Byte]): Unit = {
+    advanceTo(ts)
+    if (afterEdge(ts)) {
+      val last = if (pending.isEmpty) null else pending.last
+      // Rows of one timestamp share a leaf.
+      if (last != null && last.level == 0 && last.lo == ts) {
+        pending(pending.size - 1) = new TopKNode(0, ts, last.total + 1,
+          ItemCounts.sum(Seq(last.summary, ItemCounts.single(item)), capacity))
+      } else addPending(new TopKNode(0, ts, 1L, ItemCounts.single(item)))
+    }
+  }
+
+  def advanceTo(ts: Long): Unit =
+    if (!seenAny || ts > nowTs) { nowTs = ts; seenAny = true }
+
+  def merge(other: SlidingTopK): Unit = {
+    if (other.window != window || other.eps != eps || other.microsecondTime != microsecondTime ||
+        (other.itemType != itemType && other.hasTime && hasTime)) {
+      throw new IllegalArgumentException(
+        s"cannot merge top-k sketches of (window, eps, items) ($window, $eps, $itemType) and " +
+          s"(${other.window}, ${other.eps}, ${other.itemType})" +
+          (if (other.microsecondTime != microsecondTime) " on different time axes" else ""))
+    }
+    if (itemType.isEmpty) itemType = other.itemType
+    if (other.seenAny) advanceTo(other.nowTs)
+    check = math.max(check, other.check)
+    (other.nodes ++ other.pending).foreach(addPending)
+  }
+
+  /** The `k` items of the window ending at now with the largest estimates. */
+  def top(k: Int): Array[ItemCount] = topAt(nowTs, window, k)
+
+  /**
+   * The `k` items with the largest estimates in the window `(end - length, end]` (any
+   * `length` up to `window`, any `end` from now on), each with certified bounds; ties go to
+   * the larger lower bound, then to the item's bytes. Candidates are the items counted in a
+   * node inside the window: an item absent from all of them occurs at most
+   * n_X + L's errors <= (eps / 2 + c) n times.
+   */
+  def topAt(end: Long, length: Long, k: Int): Array[ItemCount] = {
+    require(length > 0 && length <= window, s"sub-window $length must be in [1, $window]")
+    require(!seenAny || end >= nowTs, s"the window must end at or after now ($nowTs), not $end")
+    def starts(ts: Long): Boolean = ts <= end && java.lang.Long.compareUnsigned(end - ts, length) < 0
+    val inside = new ArrayBuffer[ItemCounts]()
+    val straddling = new ArrayBuffer[ItemCounts]()
+    (nodes.iterator ++ pending.iterator).foreach { node =>
+      if (starts(node.lo)) inside += node.summary
+      else if (node.lo < end && starts(math.min(last(node.level, node.lo), end))) straddling += node.summary
+    }
+    val lower = ItemCounts.sum(inside.toSeq, Int.MaxValue)
+    val straddlingCounts = ItemCounts.sum(straddling.toSeq, Int.MaxValue)
+    val slack = Math.addExact(lower.error, straddlingCounts.error)
+    val all = lower.items.indices.map { i =>
+      val item = lower.items(i)
+      val low = lower.counts(i)
+      val high = Math.addExact(Math.addExact(low, slack), straddlingCounts.countOf(item))
+      ItemCount(item, low + (high - low) / 2, low, high)
+    }
+    all.sortWith { (x, y) =>
+      if (x.estimate != y.estimate) x.estimate > y.estimate
+      else if (x.lower != y.lower) x.lower > y.lower
+      else ItemCounts.compare(x.item, y.item) < 0
+    }.take(k).toArray
+  }
+
+  private def afterEdge(ts: Long): Boolean =
+    ts > nowTs || java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
+
+  private def last(level: Int, lo: Long): Long = lo + ((1L << level) - 1)
+
+  private def addPending(node: TopKNode): Unit = {
+    pending += node
+    // Amortized: compress once the pending nodes outnumber the compressed ones.
+    if (pending.size >= math.max(SlidingTopK.MinPending, nodes.size)) compress()
+  }
+
+  /**
+   * Folds the pending nodes in (equal nodes summed, expired ones dropped) and collapses
+   * every subtree (I) allows; past the node cap, doubles c and collapses again.
+   */
+  def compress(): Unit = {
+    gatherSorted()
+    collapse()
+    while (nodes.size > SlidingTopK.MaxNodes && check < SlidingTopK.MaxCheck) {
+      check *= 2
+      collapse()
+    }
+  }
+
+  private def gatherSorted(): Unit = {
+    def key(n: TopKNode) = (n.lo, -n.level)
+    val sortedPending = pending.sortBy(key) // stable: equal nodes keep their order
+    val out = new ArrayBuffer[TopKNode](nodes.size + pending.size)
+    var a = 0
+    var b = 0
+    while (a < nodes.size || b < sortedPending.size) {
+      val fromPending = a == nodes.size || (b < sortedPending.size &&
+        NodeOrder.before(sortedPending(b).level, sortedPending(b).lo, nodes(a).level, nodes(a).lo))
+      val node = if (fromPending) { b += 1; sortedPending(b - 1) } else { a += 1; nodes(a - 1) }
+      if (afterEdge(last(node.level, node.lo))) {
+        if (out.nonEmpty && out.last.level == node.level && out.last.lo == node.lo) {
+          val previous = out.last
+          out(out.size - 1) = new TopKNode(node.level, node.lo, Math.addExact(previous.total, node.total),
+            ItemCounts.sum(Seq(previous.summary, node.summary), capacity))
+        } else out += node
+      }
+    }
+    nodes = out
+    pending = new ArrayBuffer[TopKNode]()
+  }
+
+  private def collapse(): Unit = {
+    // after(i): the rows of nodes [i, size).
+    val after = new Array[Long](nodes.size + 1)
+    var i = nodes.size - 1
+    while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); i -= 1 }
+    val los = nodes.map(_.lo).toArray
+    val out = new ArrayBuffer[TopKNode](nodes.size)
+
+    def visit(k: Int, lo: Long, a: Int, b: Int, above: Long): Unit = {
+      val subtree = after(a) - after(b)
+      if (k == 0 || subtree + above + 1 <= check * after(b)) {
+        out += new TopKNode(k, lo, subtree, ItemCounts.sum((a until b).map(nodes(_).summary), capacity))
+      } else if (b - a == 1) {
+        out += nodes(a) // (I) fails alike at every level down to its own, where it stays
+      } else {
+        val holds = nodes(a).level == k && nodes(a).lo == lo
+        if (holds) out += nodes(a)
+        val start = if (holds) a + 1 else a
+        val below = if (holds) above + nodes(a).total else above
+        val mid = lo + (1L << (k - 1))
+        val m = NodeOrder.firstAfter(los, mid - 1, start, b)
+        if (start < m) visit(k - 1, lo, start, m, below)
+        if (m < b) visit(k - 1, mid, m, b, below)
+      }
+    }
+
+    val rootMask = -1L << height
+    var a = 0
+    while (a < nodes.size) {
+      val rootLo = nodes(a).lo & rootMask
+      val b = NodeOrder.firstAfter(los, last(height, rootLo), a, nodes.size)
+      visit(height, rootLo, a, b, 0L)
+      a = b
+    }
+    nodes = out
+  }
+
+  /** The compressed nodes, in pre-order (after [[compress]]). */
+  def foreachNode(f: TopKNode => Unit): Unit = { compress(); nodes.foreach(f) }
+
+  private[core] def checkParameter: Double = check
+
+  private[core] def restore(hasTime: Boolean, now: Long, checkParameter: Double,
+      restored: ArrayBuffer[TopKNode]): Unit = {
+    seenAny = hasTime
+    nowTs = now
+    check = checkParameter
+    nodes = restored
+    pending = new ArrayBuffer[TopKNode]()
+  }
+
+  /**
+   * Checks the compressed nodes: pre-order, inside the window, none after now, each
+   * summary within its capacity, sorted, with positive counts and
+   * sum(counts) + (capacity + 1) * error <= total, and (I) at every internal node.
+   */
+  def checkInvariant(): Option[String] = {
+    if (pending.nonEmpty) return Some("uncompressed nodes")
+    var total = 0L
+    var i = 0
+    while (i < nodes.size) {
+      val node = nodes(i)
+      val s = node.summary
+      if (node.total < 1 || total + node.total < total || s.size > capacity || s.error < 0 ||
+          s.counts.exists(_ < 1) ||
+          (1 until s.size).exists(j => ItemCounts.compare(s.items(j - 1), s.items(j)) >= 0) ||
+          !SlidingTopK.fits(s, node.total, capacity)) {
+        return Some(s"invalid item counts at node $i")
+      }
+      total += node.total
+      i += 1
+    }
+    val after = new Array[Long](nodes.size + 1)
+    i = nodes.size - 1
+    while (i >= 0) { after(i) = after(i + 1) + nodes(i).total; i -= 1 }
+    val los = nodes.map(_.lo).toArray
+    val stack = new Array[Int](height + 2)
+    val withAbove = new Array[Long](height + 2)
+    var depth = 0
+    i = 0
+    while (i < nodes.size) {
+      val (level, lo) = (nodes(i).level, nodes(i).lo)
+      if (i > 0 && !NodeOrder.before(nodes(i - 1).level, nodes(i - 1).lo, level, lo)) {
+        return Some(s"nodes out of order at $i")
+      }
+      if (level < 0 || level > height || (lo & ((1L << level) - 1)) != 0) return Some(s"invalid node at $i")
+      if (lo > nowTs || !afterEdge(last(level, lo))) return Some(s"node $i lies outside the window")
+      while (depth > 0 && !(last(level, lo) <= last(nodes(stack(depth - 1)).level, nodes(stack(depth - 1)).lo))) {
+        depth -= 1
+      }
+      if (depth > height) return Some("nodes nest deeper than the tree")
+      val t = (if (depth == 0) 0L else withAbove(depth - 1)) + nodes(i).total
+      if (level > 0 && !(t + 1 <= check * after(NodeOrder.firstAfter(los, last(level, lo), i + 1, nodes.size)))) {
+        return Some(s"invariant broken at node $i (level $level)")
+      }
+      stack(depth) = i
+      withAbove(depth) = t
+      depth += 1
+      i += 1
+    }
+    None
+  }
+}
+
+object SlidingTopK {
+  /** The node cap: past it the sketch coarsens c (and says so) rather than grow. */
+  val MaxNodes = 4096
+  private val MinPending = 64
+  /** c doubles at most up to this: (I) then lets every subtree with rows after it collapse. */
+  private[core] val MaxCheck: Double = 1.0
+
+  /** Items a node counts at eps: its summary's error is at most eps / 2 of its rows. */
+  def capacityFor(eps: Double): Int = math.ceil(2 / eps).toInt - 1
+
+  /** sum(counts) + (capacity + 1) * error <= total, without overflow. */
+  private[core] def fits(s: ItemCounts, total: Long, capacity: Int): Boolean = {
+    var sum = BigInt(0)
+    s.counts.foreach(c => sum += c)
+    sum + BigInt(capacity + 1) * s.error <= total
+  }
+}
+
+/**
+ * The window's item counts for rows in time order (running frames ordered by `ts`),
+ * exactly: every row of the window with its item, the items' counts, and the items ordered
+ * by count, so a row costs O(log d) for d distinct items and the top k are read in O(k).
+ * Like the percentiles' exact mode it refuses windows of more than 2^24 rows.
+ */
+final class OrderedTopK(val window: Long) {
+  private val rowTimes = new java.util.ArrayDeque[java.lang.Long]()
+  private val rowItems = new java.util.ArrayDeque[ItemKey]()
+  private val counts = new java.util.HashMap[ItemKey, java.lang.Long]()
+  // Items by count descending, then by their bytes: the order of answers.
+  private val ranked = new java.util.TreeSet[(Long, ItemKey)](OrderedTopK.RankOrder)
+  private var seenAny = false
+  private var nowTs = 0L
+
+  def add(ts: Long, item: Array[Byte]): Unit = {
+    if (seenAny && ts < nowTs) throw new OutOfOrderEventException(ts, nowTs)
+    advanceTo(ts)
+    if (rowTimes.size == SlidingQuantiles.MaxValues) throw new WindowTooLargeException(SlidingQuantiles.MaxValues)
+    val key = new ItemKey(item)
+    rowTimes.addLast(ts)
+    rowItems.addLast(key)
+    move(key, +1)
+  }
+
+  def advanceTo(ts: Long): Unit =
+    if (!seenAny || ts > nowTs) {
+      nowTs = ts
+      seenAny = true
+      while (!rowTimes.isEmpty && java.lang.Long.compareUnsigned(nowTs - rowTimes.peekFirst(), window) >= 0) {
+        rowTimes.pollFirst()
+        move(rowItems.pollFirst(), -1)
+      }
+    }
+
+  private def move(key: ItemKey, by: Int): Unit = {
+    val before = counts.get(key)
+    val was = if (before == null) 0L else before.longValue
+    if (was > 0) ranked.remove((was, key))
+    val now = was + by
+    if (now > 0) { counts.put(key, now); ranked.add((now, key)) } else counts.remove(key)
+  }
+
+  /** The `k` most frequent items of the window, exact: estimate = lower = upper. */
+  def top(k: Int): Array[ItemCount] = {
+    val out = new ArrayBuffer[ItemCount](k)
+    val it = ranked.iterator
+    while (out.size < k && it.hasNext) {
+      val (count, key) = it.next()
+      out += ItemCount(key.bytes, count, count, count)
+    }
+    out.toArray
+  }
+}
+
+object OrderedTopK {
+  private val RankOrder: java.util.Comparator[(Long, ItemKey)] =
+    new java.util.Comparator[(Long, ItemKey)] {
+      def compare(x: (Long, ItemKey), y: (Long, ItemKey)): Int =
+        if (x._1 != y._1) java.lang.Long.compare(y._1, x._1) else ItemCounts.compare(x._2.bytes, y._2.bytes)
+    }
+}
+
+/** An item's bytes as a hash key. */
+final class ItemKey(val bytes: Array[Byte]) {
+  override val hashCode: Int = java.util.Arrays.hashCode(bytes)
+  override def equals(other: Any): Boolean = other match {
+    case o: ItemKey => java.util.Arrays.equals(bytes, o.bytes)
+    case _ => false
+  }
+}

@@ -1,0 +1,229 @@
+"""The top-k family's core (windowsketch.core.SlidingTopK, and OrderedTopK for running
+frames) against exact counts of every row's window: each listed count inside its certified
+bounds, the bounds at most eps * n apart, every item that occurs more than eps * n times
+listed unless k items rank ahead of it, in time order, in any order and after merges of
+shuffled partials, for sub-windows too; bytes round trip and damage is refused."""
+from __future__ import annotations
+
+import collections
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+from conftest import _flags, _longs, stable_seed
+
+K = 5
+
+
+def stream(rng, kind, n):
+    """Times (bursts, gaps) and items that stress the window edge: Zipf, uniform, an item
+    that floods then vanishes, ties, many distinct items; `present` marks non-NULL items."""
+    gaps = np.where(rng.random(n) < 0.1, rng.integers(5, 60, n), rng.integers(0, 3, n))
+    ts = np.cumsum(gaps).astype(np.int64)
+    items = {
+        "zipf": rng.zipf(1.3, n) % 1000,
+        "uniform": rng.integers(0, 20, n),
+        "flood": np.where((np.arange(n) // 150) % 4 == 1, 7, rng.integers(100, 160, n)),
+        "ties": np.arange(n) % 6,
+        "distinct": np.arange(n) * 7919 % 100_003,
+    }[kind].astype(np.int64)
+    present = rng.random(n) >= 0.1
+    return ts, items, present
+
+
+KINDS = ["zipf", "uniform", "flood", "ties", "distinct"]
+
+
+def answers(packed, rows, k=K):
+    """Per output: (listed [(item, estimate, lower, upper)], effective eps)."""
+    width = 2 + 4 * k
+    values = np.frombuffer(bytes(packed), dtype=">i8").reshape(rows, width)
+    out = []
+    for row in values:
+        m = int(row[0])
+        listed = [tuple(int(x) for x in row[1 + 4 * j: 5 + 4 * j]) for j in range(m)]
+        out.append((listed, struct.unpack(">d", struct.pack(">q", int(row[-1])))[0]))
+    return out
+
+
+def check_window(listed, effective_eps, counts, where, k=K, exact=False):
+    """One window's answer against its exact item counts."""
+    n = sum(counts.values())
+    allowed = effective_eps * n
+    estimates = [e for _, e, _, _ in listed]
+    assert estimates == sorted(estimates, reverse=True), where
+    assert len({item for item, *_ in listed}) == len(listed), where
+    for item, estimate, lower, upper in listed:
+        true = counts.get(item, 0)
+        assert lower <= true <= upper, (where, item, lower, true, upper)
+        assert upper - lower <= allowed + 1e-9, (where, item, upper - lower, allowed)
+        assert abs(estimate - true) <= allowed + 1e-9, (where, item)
+        if exact:
+            assert estimate == lower == upper == true, where
+    assert len(listed) == min(k, len(counts)) or (not exact and len(listed) < k), where
+    shown = {item for item, *_ in listed}
+    for item, true in counts.items():
+        if true > allowed and item not in shown:
+            # Missed only behind k items whose estimates are at least its own.
+            assert len(listed) == k and listed[-1][1] >= true - allowed, (where, item, true)
+    if exact:  # the k largest counts, ties by item
+        want = sorted(counts.items(), key=lambda c: (-c[1], c[0].to_bytes(8, "big", signed=True)))
+        assert [(i, e) for i, e, _, _ in listed] == want[:k], where
+
+
+def window_counts(ts, items, present, seen, end, length):
+    mask = seen & present & (ts <= end) & (ts > end - length)
+    return collections.Counter(int(x) for x in items[mask])
+
+
+def per_row(sketches, window, eps, ts, items, present, ordered):
+    packed = sketches.replay.topKPerRow(window, float(eps), K, ordered, _longs(ts), _longs(items),
+                                        _flags(present))
+    return answers(packed, len(ts))
+
+
+@pytest.mark.parametrize("ordered", [False, True], ids=["sketch", "ordered"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("window,eps", [(1, 0.3), (200, 0.3), (200, 0.1), (1000, 0.05)])
+def test_every_row_in_time_order(sketches, kind, window, eps, ordered):
+    rng = np.random.default_rng(stable_seed("top-k-in-order", kind, window))
+    ts, items, present = stream(rng, kind, 1200)
+    out = per_row(sketches, window, eps, ts, items, present, ordered)
+    straddled = 0
+    for i, (listed, effective) in enumerate(out):
+        seen = np.arange(len(ts)) <= i
+        counts = window_counts(ts, items, present, seen, ts[i], window)
+        check_window(listed, eps if ordered else effective, counts, (kind, i), exact=ordered)
+        straddled += any(lower < upper for _, _, lower, upper in listed)
+        if not ordered:
+            assert effective <= eps  # no node cap at this size
+    if not ordered and window > 1 and eps == 0.3 and kind not in ("ties", "distinct"):
+        assert straddled > len(ts) // 10, straddled  # the bounds are at work
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_row_in_any_order(sketches, kind):
+    """Rows shuffled, then in order again: every row's window, whether the row moves now
+    forward, back or not at all."""
+    rng = np.random.default_rng(stable_seed("top-k-any-order", kind))
+    ts, items, present = stream(rng, kind, 1000)
+    order = rng.permutation(len(ts))
+    order[len(order) // 2:] = np.sort(order[len(order) // 2:])
+    ts, items, present = ts[order], items[order], present[order]
+    out = per_row(sketches, 300, 0.2, ts, items, present, False)
+    for i, (listed, effective) in enumerate(out):
+        seen = np.arange(len(ts)) <= i
+        counts = window_counts(ts, items, present, seen, ts[: i + 1].max(), 300)
+        check_window(listed, effective, counts, (kind, i))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("partials", [1, 3, 16])
+def test_merged_partials_and_sub_windows(sketches, kind, partials):
+    """GROUP BY: rows shuffled into partials, each fed in its own order, folded linearly;
+    then the window and sub-windows of it ending at now and after now."""
+    rng = np.random.default_rng(stable_seed("top-k-merged", kind, partials))
+    ts, items, present = stream(rng, kind, 2000)
+    parts = rng.integers(0, partials, len(ts)).astype(np.uint8)
+    order = rng.permutation(len(ts))
+    window, eps = 600, 0.2
+    now = int(ts.max())
+    lengths = [1, 40, 300, window]
+    for end in (now, now + 250):
+        packed = sketches.replay.topKMerged(window, eps, K, _longs(ts[order]), _longs(items[order]),
+                                            _flags(present[order]), bytes(parts[order]), end,
+                                            _longs(lengths))
+        for (listed, effective), length in zip(answers(packed, len(lengths)), lengths):
+            counts = window_counts(ts, items, present, np.ones(len(ts), dtype=bool), end, length)
+            check_window(listed, effective, counts, (end, length))
+
+
+def test_many_items_in_a_long_stream_stay_within_the_caps(sketches):
+    """10^5 rows of 10^4 items at eps 0.02: nodes and counts per node stay bounded and the
+    last rows keep the guarantee."""
+    rng = np.random.default_rng(stable_seed("top-k-long"))
+    n = 100_000
+    ts = np.arange(n, dtype=np.int64)
+    items = (rng.zipf(1.2, n) % 10_000).astype(np.int64)
+    present = np.ones(n, dtype=bool)
+    sketch = sketches.replay.topKSketch(20_000, 0.02, False, _longs(ts), _longs(items))
+    assert sketch.nodeCount() < 4096 and sketch.capacity() == 99
+    out = answers(sketches.replay.topKAnswers(sketch, n - 1, _longs([20_000, 5_000]), K), 2)
+    for (listed, effective), length in zip(out, [20_000, 5_000]):
+        counts = window_counts(ts, items, present, np.ones(n, dtype=bool), n - 1, length)
+        check_window(listed, effective, counts, length)
+    data = bytes(sketches.format.serializeTopK(sketch))
+    assert len(data) < 200_000, len(data)
+
+
+def _sketch(sketches, ts, items, window=50, eps=0.3, microseconds=False):
+    return sketches.replay.topKSketch(window, eps, microseconds, _longs(ts), _longs(items))
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_bytes_round_trip_to_the_same_answers_and_bytes(sketches, shuffled):
+    rng = np.random.default_rng(stable_seed("top-k-bytes", shuffled))
+    ts = np.sort(rng.integers(0, 400, 800))
+    items = rng.zipf(1.5, 800) % 50
+    order = rng.permutation(800) if shuffled else np.arange(800)
+    sketch = _sketch(sketches, ts[order], items[order], window=200)
+    data = bytes(sketches.format.serializeTopK(sketch))
+    back = sketches.format.deserializeTopK(data)
+    end = int(ts.max())
+    lengths = _longs([1, 50, 200])
+    assert bytes(sketches.replay.topKAnswers(back, end, lengths, K)) == bytes(
+        sketches.replay.topKAnswers(sketch, end, lengths, K))
+    assert bytes(sketches.format.serializeTopK(back)) == data
+    assert back.itemType() == "bigint" and back.window() == 200 and back.eps() == 0.3
+    assert 1 < back.nodeCount() < 400
+
+
+def _crc(body: bytes) -> bytes:
+    return body + zlib.crc32(body).to_bytes(4, "big")
+
+
+def test_damaged_or_foreign_bytes_are_refused_by_name(sketches):
+    sketch = _sketch(sketches, list(range(300)), [i % 9 for i in range(300)], window=500)
+    data = bytes(sketches.format.serializeTopK(sketch))
+    body = data[:-4]
+    # After the 22-byte header: c (8 bytes), the item type (a length byte and "bigint").
+    damaged = {
+        "checksum mismatch": data[:-1] + bytes([data[-1] ^ 1]),
+        "truncated": data[:3],
+        "invalid collapse parameter": _crc(body[:22] + struct.pack(">d", 2.0) + body[30:]),
+        "invalid length": _crc(body[:30] + b"\xff\x7f" + body[31:]),
+        "trailing bytes after the sketch": _crc(body + b"\x00"),
+        r"a count sketch \(window_sketch\) is not a top-k sketch": bytes(
+            sketches.format.serialize(sketches.dyadic(50, 0.02))),
+    }
+    for message, bad in damaged.items():
+        with pytest.raises(Exception, match=f"invalid sketch bytes: {message}"):
+            sketches.format.deserializeTopK(bad)
+    with pytest.raises(Exception, match=r"a top-k sketch \(window_top_k_sketch\) is not a count sketch"):
+        sketches.format.deserialize(data)
+
+
+def test_damaged_bytes_with_valid_checksums_are_refused_or_stay_certified(sketches):
+    """Any byte changed, checksum recomputed: refused by name, or a sketch whose answers
+    still list items with lower <= upper."""
+    rng = np.random.default_rng(stable_seed("top-k-fuzz"))
+    data = bytes(sketches.format.serializeTopK(
+        _sketch(sketches, np.arange(300), rng.integers(0, 12, 300), window=300)))
+    body = bytearray(data[:-4])
+    refused = kept = 0
+    for at in range(2, len(body)):
+        bad = bytearray(body)
+        bad[at] ^= 1 << int(rng.integers(0, 8))
+        try:
+            back = sketches.format.deserializeTopK(_crc(bytes(bad)))
+        except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's exception
+            assert "invalid sketch bytes" in str(e), str(e)[:300]
+            refused += 1
+            continue
+        kept += 1
+        listed, _ = answers(sketches.replay.topKAnswers(back, back.now(), _longs([back.window()]), K),
+                            1)[0]
+        assert all(lower <= estimate <= upper for _, estimate, lower, upper in listed)
+    assert refused > 0 and kept > 0
