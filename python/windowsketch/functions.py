@@ -18,12 +18,14 @@ __all__ = [
     "approx_window_count_bounds", "approx_window_count_distinct", "approx_window_percentile",
     "approx_window_percentile_bounds", "approx_window_stddev", "approx_window_stddev_bounds",
     "approx_window_stddev_pop", "approx_window_stddev_samp", "approx_window_sum",
+    "approx_window_top_k",
     "approx_window_var_pop", "approx_window_var_samp", "approx_window_variance",
     "window_distinct_sketch", "window_distinct_sketch_estimate",
     "window_distinct_sketch_merge", "window_moments_sketch", "window_moments_sketch_bounds",
     "window_moments_sketch_estimate", "window_moments_sketch_merge", "window_percentile_sketch",
     "window_percentile_sketch_estimate", "window_percentile_sketch_merge", "window_sketch",
-    "window_sketch_bounds", "window_sketch_estimate", "window_sketch_merge"]
+    "window_sketch_bounds", "window_sketch_estimate", "window_sketch_merge",
+    "window_top_k_sketch", "window_top_k_sketch_estimate", "window_top_k_sketch_merge"]
 
 ColumnOrName = Union[Column, str]
 WindowSpec = Union[int, datetime.timedelta, str, Column]
@@ -1146,3 +1148,163 @@ def window_moments_sketch_bounds(
     """
     return _sketch_query("window_moments_sketch_bounds", sketch, as_of, sub_window,
                          _statistic(statistic))
+
+
+def _k(k: Union[int, Column]) -> Column:
+    if isinstance(k, bool) or not isinstance(k, (int, Column)):
+        raise TypeError(f"`k` must be a positive int (how many items to list), got {k!r}")
+    return _literal(k)
+
+
+def approx_window_top_k(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    k: Union[int, Column],
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """The ``k`` most frequent values of ``x`` in a sliding window, with certified counts.
+
+    An array of structs ``(item, count, lower, upper)`` ordered by ``count``, with
+    ``lower <= exact <= upper`` for every item listed and ``upper - lower <= eps * n``
+    (``n`` the window's non-NULL rows); every item occurring more than ``eps * n`` times is
+    listed unless ``k`` items with larger counts are. In a running frame ordered by ``ts``
+    the counts are exact; elsewhere (other frames, ``groupBy().agg()``, rows in any order)
+    a mergeable sketch of dyadic time nodes, each with a Misra–Gries summary, answers
+    (``docs/top-k.md``).
+
+    Parameters
+    ----------
+    x : :class:`~pyspark.sql.Column` or str
+        BOOLEAN, numeric, STRING, DATE or TIMESTAMP values; NULL is skipped.
+    ts, window
+        As for :func:`approx_window_count`.
+    k : int or :class:`~pyspark.sql.Column`
+        How many items to list: a constant positive int.
+    eps : float or :class:`~pyspark.sql.Column`
+        The bounds' width as a fraction of the window's rows, in [0.0001, 1); default 0.01.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        ARRAY<STRUCT<item, count BIGINT, lower BIGINT, upper BIGINT>>, the item of ``x``'s
+        type; an empty array for an empty window.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_top_k
+    >>> df = spark.createDataFrame([(1, "/a"), (2, "/b"), (3, "/b"), (4, "/a"), (5, "/a")],
+    ...                            "ts INT, url STRING")
+    >>> df.select("ts", approx_window_top_k("url", "ts", 3, 1).over(Window.orderBy("ts"))
+    ...           .alias("top")).show(truncate=False)
+    +---+---------------+
+    |ts |top            |
+    +---+---------------+
+    |1  |[{/a, 1, 1, 1}]|
+    |2  |[{/a, 1, 1, 1}]|
+    |3  |[{/b, 2, 2, 2}]|
+    |4  |[{/b, 2, 2, 2}]|
+    |5  |[{/a, 2, 2, 2}]|
+    +---+---------------+
+    """
+    _check_column(x, "x")
+    _check_column(ts, "ts")
+    _check_window(window)
+    _check_eps(eps)
+    return F.call_function("approx_window_top_k", _column(x), _column(ts), _literal(window),
+                           _k(k), _literal(eps if isinstance(eps, Column) else float(eps)))
+
+
+def window_top_k_sketch(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    eps: Union[float, Column] = 0.01,
+) -> Column:
+    """A mergeable sketch (BINARY) of a group's values and their times, for the most
+    frequent values of sliding windows later.
+
+    Keep one per key and period, merge them with :func:`window_top_k_sketch_merge` and read
+    them with :func:`window_top_k_sketch_estimate`: the top values of any window of up to
+    ``window`` ending at or after the sketch's largest ``ts``, with certified bounds.
+    Arguments as for :func:`approx_window_top_k`.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_top_k_sketch, window_top_k_sketch_estimate
+    >>> df = spark.createDataFrame([("a", 1, 404), ("a", 2, 200), ("a", 3, 404)],
+    ...                            "host STRING, ts INT, status INT")
+    >>> df.groupBy("host").agg(window_top_k_sketch_estimate(
+    ...     window_top_k_sketch("status", "ts", 10), 1).alias("top")).show()
+    +----+----------------+
+    |host|             top|
+    +----+----------------+
+    |   a|[{404, 2, 2, 2}]|
+    +----+----------------+
+    """
+    return _window_aggregate("window_top_k_sketch", x, ts, window, eps, v_name="x")
+
+
+def window_top_k_sketch_merge(sketch: ColumnOrName) -> Column:
+    """Merges a group's top-k sketches into one; the bounds hold in any merge order.
+
+    NULL sketches are skipped; a group with none gives NULL. Sketches of another window,
+    ``eps``, time unit or item type, and bytes that are not a top-k sketch, raise an error.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_top_k_sketch, window_top_k_sketch_estimate,
+    ...     window_top_k_sketch_merge)
+    >>> df = spark.createDataFrame([("a", 1, "/x"), ("b", 2, "/y"), ("a", 3, "/y")],
+    ...                            "host STRING, ts INT, url STRING")
+    >>> per_host = df.groupBy("host").agg(window_top_k_sketch("url", "ts", 10).alias("s"))
+    >>> per_host.agg(window_top_k_sketch_estimate(window_top_k_sketch_merge("s"), 1)
+    ...              .alias("top")).show()
+    +---------------+
+    |            top|
+    +---------------+
+    |[{/y, 2, 2, 2}]|
+    +---------------+
+    """
+    _check_column(sketch, "sketch")
+    return F.call_function("window_top_k_sketch_merge", _column(sketch))
+
+
+def window_top_k_sketch_estimate(
+    sketch: ColumnOrName, k: Union[int, Column], as_of: AsOf = None,
+    sub_window: Optional[WindowSpec] = None,
+) -> Column:
+    """The ``k`` most frequent values of a top-k sketch in a window.
+
+    Parameters
+    ----------
+    sketch : :class:`~pyspark.sql.Column` or str
+        BINARY made by :func:`window_top_k_sketch` or :func:`window_top_k_sketch_merge`.
+    k : int or :class:`~pyspark.sql.Column`
+        How many items to list.
+    as_of, sub_window
+        As for :func:`window_sketch_estimate`.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        ARRAY<STRUCT<item STRING, count, lower, upper>>, as :func:`approx_window_top_k`
+        lists them, with each item as text (``CAST(item AS STRING)``, timestamps in UTC):
+        the sketch's item type is known only when its bytes are read.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_top_k_sketch, window_top_k_sketch_estimate
+    >>> df = spark.createDataFrame([(1, 404), (2, 200), (3, 404), (4, 500)],
+    ...                            "ts INT, status INT")
+    >>> s = df.agg(window_top_k_sketch("status", "ts", 3).alias("s"))
+    >>> s.select(window_top_k_sketch_estimate("s", 1).alias("last_3"),
+    ...          window_top_k_sketch_estimate("s", 1, 4, 1).alias("at_4_last_1")).show()
+    +----------------+----------------+
+    |          last_3|     at_4_last_1|
+    +----------------+----------------+
+    |[{200, 1, 1, 1}]|[{500, 1, 1, 1}]|
+    +----------------+----------------+
+    """
+    return _sketch_query("window_top_k_sketch_estimate", sketch, as_of, sub_window, _k(k))

@@ -16,7 +16,9 @@ FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window
              "approx_window_var_pop", "approx_window_stddev", "approx_window_stddev_samp",
              "approx_window_stddev_pop", "approx_window_avg_bounds", "approx_window_stddev_bounds",
              "window_moments_sketch", "window_moments_sketch_merge",
-             "window_moments_sketch_estimate", "window_moments_sketch_bounds"]
+             "window_moments_sketch_estimate", "window_moments_sketch_bounds",
+             "approx_window_top_k", "window_top_k_sketch", "window_top_k_sketch_merge",
+             "window_top_k_sketch_estimate"]
 
 
 def test_every_registered_function_is_described_here(spark):

@@ -102,10 +102,9 @@ final case class ItemCount(item: Array[Byte], estimate: Long, lower: Long, upper
  * L's errors and its counts and errors in X, a width of at most
  * n_L / (capacity + 1) + n_X <= (eps / 2 + c) n.
  */
-final class SlidingTopK(val window: Long, val eps: Double) extends SketchAxis {
+final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
   ExponentialHistogram.checkParameters(window, eps)
 
-  var microsecondTime = false
   /** What the items are, as the caller names their type; stored with the sketch. */
   var itemType = ""
   val height: Int = DyadicWindowSketch.heightFor(window)
@@ -142,7 +141,12 @@ final class SlidingTopK(val window: Long, val eps: Double) extends SketchAxis {
   def advanceTo(ts: Long): Unit =
     if (!seenAny || ts > nowTs) { nowTs = ts; seenAny = true }
 
-  def merge(other: SlidingTopK): Unit = {
+  def merge(other: TopKWindow): Unit = other match {
+    case s: SlidingTopK => mergeSketch(s)
+    case _ => throw new UnsupportedOperationException("the time-ordered item counts cannot merge")
+  }
+
+  private def mergeSketch(other: SlidingTopK): Unit = {
     if (other.window != window || other.eps != eps || other.microsecondTime != microsecondTime ||
         (other.itemType != itemType && other.hasTime && hasTime)) {
       throw new IllegalArgumentException(
@@ -366,7 +370,7 @@ object SlidingTopK {
  * by count, so a row costs O(log d) for d distinct items and the top k are read in O(k).
  * Like the percentiles' exact mode it refuses windows of more than 2^24 rows.
  */
-final class OrderedTopK(val window: Long) {
+final class OrderedTopK(val window: Long) extends TopKWindow {
   private val rowTimes = new java.util.ArrayDeque[java.lang.Long]()
   private val rowItems = new java.util.ArrayDeque[ItemKey]()
   private val counts = new java.util.HashMap[ItemKey, java.lang.Long]()
@@ -374,6 +378,12 @@ final class OrderedTopK(val window: Long) {
   private val ranked = new java.util.TreeSet[(Long, ItemKey)](OrderedTopK.RankOrder)
   private var seenAny = false
   private var nowTs = 0L
+
+  def hasTime: Boolean = seenAny
+  def now: Long = nowTs
+
+  def merge(other: TopKWindow): Unit =
+    throw new UnsupportedOperationException("the time-ordered item counts cannot merge; use SlidingTopK")
 
   def add(ts: Long, item: Array[Byte]): Unit = {
     if (seenAny && ts < nowTs) throw new OutOfOrderEventException(ts, nowTs)
@@ -421,6 +431,21 @@ object OrderedTopK {
       def compare(x: (Long, ItemKey), y: (Long, ItemKey)): Int =
         if (x._1 != y._1) java.lang.Long.compare(y._1, x._1) else ItemCounts.compare(x._2.bytes, y._2.bytes)
     }
+}
+
+/**
+ * The most frequent items of a sliding window as the top-k aggregates read them:
+ * [[SlidingTopK]] in any order and through merges, [[OrderedTopK]] for rows in time order.
+ */
+trait TopKWindow extends SketchAxis {
+  var microsecondTime: Boolean = false
+  /** Observes `item` at `ts` (moving `now` forward). */
+  def add(ts: Long, item: Array[Byte]): Unit
+  /** Observes a row without an item at `ts`. */
+  def advanceTo(ts: Long): Unit
+  def merge(other: TopKWindow): Unit
+  /** The `k` items of the window ending at now with the largest estimates. */
+  def top(k: Int): Array[ItemCount]
 }
 
 /** An item's bytes as a hash key. */

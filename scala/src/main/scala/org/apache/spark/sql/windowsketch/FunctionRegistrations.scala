@@ -33,6 +33,7 @@ object FunctionRegistrations {
     registration[ApproxWindowStddevPop]("approx_window_stddev_pop"),
     registration[ApproxWindowAvgBounds](ApproxWindowAvgBounds.Name),
     registration[ApproxWindowStddevBounds](ApproxWindowStddevBounds.Name),
+    registration[ApproxWindowTopK](ApproxWindowTopK.Name),
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
     registration[WindowSketchEstimate](WindowSketchEstimate.Name),
@@ -46,7 +47,10 @@ object FunctionRegistrations {
     registration[WindowMomentsSketchAgg](WindowMomentsSketchAgg.Name),
     registration[WindowMomentsSketchMerge](WindowMomentsSketchMerge.Name),
     registration[WindowMomentsSketchEstimate](WindowMomentsSketchEstimate.Name),
-    registration[WindowMomentsSketchBounds](WindowMomentsSketchBounds.Name))
+    registration[WindowMomentsSketchBounds](WindowMomentsSketchBounds.Name),
+    registration[WindowTopKSketchAgg](WindowTopKSketchAgg.Name),
+    registration[WindowTopKSketchMerge](WindowTopKSketchMerge.Name),
+    registration[WindowTopKSketchEstimate](WindowTopKSketchEstimate.Name))
 
   /**
    * Adds every function to a running classic session's registry, under the name that
