@@ -124,3 +124,12 @@ def golden_moments_values(pos: np.ndarray) -> np.ndarray:
     values[(pos > 1000) & (pos < 1300)] = 7.25
     values[pos > 60_000] += 1e6
     return values
+
+
+def golden_top_k_items(pos: np.ndarray) -> list[str]:
+    """The items of the golden top-k sketches (tests/golden/top_k), one per golden row:
+    Zipf-like paths, with one path flooding a stretch of rows."""
+    items = [f"/p{(p * 37 % 101) % (1 + p % 17)}" for p in pos.tolist()]
+    for i in range(1500, 1800):
+        items[i] = "/flood"
+    return items

@@ -9,6 +9,7 @@ python/windowsketch/_hllpp_tables.py from the running Spark.
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 import os
 import re
@@ -22,7 +23,7 @@ from pyspark.sql import functions as F
 
 from windowsketch import _hllpp_tables
 from windowsketch.sketch import (CountSketch, DistinctSketch, InvalidSketchBytes, MomentsSketch,
-                                 PercentileSketch, WindowSketch, merge_column)
+                                 PercentileSketch, TopKSketch, WindowSketch, merge_column)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -399,6 +400,61 @@ def test_moments_sketches_answer_and_merge_as_sql_does(spark, seed, window, eps)
     assert straddled > 0
 
 
+TOP_K_ITEMS = {
+    "string": lambda rng, n: [f"/p{int(v) % 200}" for v in rng.zipf(1.3, n)],
+    "bigint": lambda rng, n: [int(v) % 300 - 150 for v in rng.zipf(1.3, n)],
+    "double": lambda rng, n: [[0.0, -0.0, float("nan"), 2.5, -1e20][int(v) % 5] if v < 6
+                              else float(v % 97) / 8 for v in rng.zipf(1.3, n)],
+    "date": lambda rng, n: [datetime.date(2025, 1, 1) + datetime.timedelta(days=int(v) % 90)
+                            for v in rng.zipf(1.3, n)],
+    "timestamp": lambda rng, n: [datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc) +
+                                 datetime.timedelta(seconds=int(v) % 500) for v in rng.zipf(1.3, n)],
+    "decimal(10,2)": lambda rng, n: [decimal.Decimal(int(v) % 400 - 200) / 4
+                                     for v in rng.zipf(1.3, n)],
+}
+
+
+@pytest.mark.parametrize("spark_type", sorted(TOP_K_ITEMS))
+def test_top_k_sketches_answer_and_merge_as_sql_does(spark, spark_type):
+    """Per-key top-k sketches built in SQL: the reader's lists equal
+    window_top_k_sketch_estimate's for every as_of and sub-window tried (items typed in
+    Python, their CAST AS STRING in SQL), and its merge of the keys' sketches writes
+    window_top_k_sketch_merge's bytes."""
+    rng = np.random.default_rng(zlib.crc32(spark_type.encode()))
+    n, window, eps = 3000, 400, 0.2
+    items = TOP_K_ITEMS[spark_type](rng, n)
+    rows = [(int(k), int(t), None if rng.random() < 0.05 else x)
+            for k, t, x in zip(rng.integers(0, 4, n), rng.integers(0, 3 * window, n), items)]
+    df = spark.createDataFrame(rows, f"k INT, ts BIGINT, x {spark_type}").repartition(3)
+    blobs = [bytes(r.s) for r in df.groupBy("k").agg(
+        F.expr(f"window_top_k_sketch(x, ts, {window}, {eps})").alias("s")).orderBy("k").collect()]
+    merged_sql = bytes(spark.createDataFrame([(b,) for b in blobs], "s BINARY").coalesce(1)
+                       .selectExpr("window_top_k_sketch_merge(s)").collect()[0][0])
+    merged = merge_column(blobs)
+    assert isinstance(merged, TopKSketch) and merged.to_bytes() == merged_sql
+    answers = []
+    for blob, python in [(b, TopKSketch.from_bytes(b)) for b in blobs] + [(merged_sql, merged)]:
+        assert isinstance(python, TopKSketch) and python.to_bytes() == blob
+        pairs = queries(python.now, window, rng)
+        for length in sorted({length for _, length in pairs}):  # sub_window is a constant
+            ends = [end for end, l in pairs if l == length]
+            got = spark.sql(
+                f"SELECT a, window_top_k_sketch_estimate(X'{blob.hex()}', 5, a, {length}) AS top "
+                f"FROM VALUES {', '.join(f'(CAST({e} AS BIGINT))' for e in ends)} AS t(a)").collect()
+            for r in got:
+                answers.append(([(c.item, c["count"], c.lower, c.upper) for c in r.top],
+                                python.top(5, as_of=r.a, sub_window=length)))
+    # The Python items, as Spark writes them as text.
+    typed = [c.item for _, python in answers for c in python]
+    text = [r[0] for r in spark.createDataFrame([(x,) for x in typed], f"x {spark_type}")
+            .selectExpr("CAST(x AS STRING)").collect()]
+    at = 0
+    for sql, python in answers:
+        assert sql == [(t, c.count, c.lower, c.upper) for t, c in zip(text[at:], python)]
+        at += len(python)
+    assert any(c.lower < c.upper for _, python in answers for c in python)
+
+
 def test_a_nan_with_its_sign_bit_set_ranks_as_in_sql(spark):
     from test_percentile_reader import negative_nan_sketch
 
@@ -411,7 +467,8 @@ def test_a_nan_with_its_sign_bit_set_ranks_as_in_sql(spark):
 
 def java_message(message: str) -> str:
     """A JVM message with its doubles written as Python writes them (1.0E-5 -> 1e-05)."""
-    return re.sub(r"(?<=eps=|rsd=)\S+|(?<=invalid invariant parameter )\S+",
+    return re.sub(r"(?<=eps=|rsd=)\S+|(?<=invalid invariant parameter )\S+|"
+                  r"(?<=invalid collapse parameter )\S+",
                   lambda m: repr(float(m.group(0).rstrip(","))) +
                   ("," if m.group(0).endswith(",") else ""), message)
 
@@ -427,6 +484,8 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
     moments = sketches.replay.momentsSketch(
         200, 0.3, False, longs(np.sort(rng.integers(0, 300, 400))),
         np.round(rng.normal(50, 10, 400), 1).astype(">f8").tobytes())
+    top_k = sketches.replay.topKSketch(200, 0.3, False, longs(np.sort(rng.integers(0, 300, 400))),
+                                       longs(rng.integers(0, 12, 400)))
     fmt = sketches.format
     counts = (fmt.deserialize, fmt.serialize, CountSketch)
     # Each source is read back by its family's readers, which name a changed kind byte.
@@ -435,7 +494,9 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
                (distinct_blob(sketches, 63, 300, 100, 500, 100, 0.3), fmt.deserializeDistinct,
                 fmt.serializeDistinct, DistinctSketch),
                (bytes(fmt.serializeMoments(moments)), fmt.deserializeMoments,
-                fmt.serializeMoments, MomentsSketch)]
+                fmt.serializeMoments, MomentsSketch),
+               (bytes(fmt.serializeTopK(top_k)), fmt.deserializeTopK, fmt.serializeTopK,
+                TopKSketch)]
     verdicts = {"refused": 0, "read": 0}
     for trial in range(1500):
         source, read, write, family = sources[trial % len(sources)]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import collections
 import datetime
 import decimal
+import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conftest import error_condition, parameter_index, stable_seed
+from golden_sketches import GOLDEN, golden_rows, golden_top_k_items
 from test_percentiles import FRAMES
 from top_k_reference import check_window
 from windowsketch.functions import (approx_window_top_k, window_top_k_sketch,
@@ -261,3 +264,78 @@ def test_runtime_errors_name_the_function(spark, query, message):
     with pytest.raises(Exception) as raised:
         spark.sql(query).collect()
     assert message in str(raised.value), str(raised.value)[:2000]
+
+
+# Golden top-k sketches (format kind 6), read and rewritten on every line: old bytes keep
+# reading. `python tests/spark/test_top_k.py` rewrites them; the tests never do.
+TOP_K_GOLDEN = os.path.join(GOLDEN, "top_k")
+
+
+def golden_top_k_bytes(spark) -> dict[str, bytes]:
+    """name -> bytes, from the golden rows in one partition, in order: a time sketch of
+    strings, a positions sketch merged from two keys' partials, and an empty one."""
+    keys, pos, _ = golden_rows()
+    items = golden_top_k_items(pos)
+    df = spark.createDataFrame(
+        [(int(k), int(p), datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=30 * int(p)), x)
+         for k, p, x in zip(keys, pos, items)],
+        "key INT, pos BIGINT, ts TIMESTAMP, x STRING").coalesce(1)
+    df.createOrReplaceTempView("golden_top_k_rows")
+    return {
+        "time": bytes(spark.sql("SELECT window_top_k_sketch(x, ts, INTERVAL 1 DAY, 0.1) "
+                                "FROM golden_top_k_rows").collect()[0][0]),
+        "positions_merged": bytes(spark.sql(
+            "SELECT window_top_k_sketch_merge(s) FROM (SELECT /*+ COALESCE(1) */ key, "
+            "window_top_k_sketch(x, pos, 1000, 0.3) AS s FROM golden_top_k_rows WHERE key > 0 "
+            "GROUP BY key ORDER BY key)").collect()[0][0]),
+        "empty": bytes(spark.sql("SELECT window_top_k_sketch(x, pos, 10) FROM golden_top_k_rows "
+                                 "WHERE false").collect()[0][0]),
+    }
+
+
+def golden_top_k_answers(spark, data: bytes) -> list:
+    """The sketch's own window: its 5 top items as [item, count, lower, upper]."""
+    top = spark.sql(f"SELECT window_top_k_sketch_estimate(X'{data.hex()}', 5)").collect()[0][0]
+    return [[r.item, r["count"], r.lower, r.upper] for r in top]
+
+
+def test_golden_top_k_sketches_read_answer_and_rewrite_as_recorded(spark):
+    with open(os.path.join(TOP_K_GOLDEN, "answers.json")) as f:
+        recorded = json.load(f)
+    written = golden_top_k_bytes(spark)
+    assert sorted(recorded["sketches"]) == sorted(written) == sorted(
+        f[:-4] for f in os.listdir(TOP_K_GOLDEN) if f.endswith(".bin"))
+    for name, data in written.items():
+        with open(os.path.join(TOP_K_GOLDEN, f"{name}.bin"), "rb") as f:
+            stored = f.read()
+        assert golden_top_k_answers(spark, stored) == recorded["sketches"][name], name
+        assert data == stored, name
+    # The answers hold the bounds against the exact window, not just stay stable.
+    keys, pos, _ = golden_rows()
+    items = golden_top_k_items(pos)
+    for name, inside, eps in [("time", pos >= pos.max() - 86_400 // 30, 0.1),
+                              ("positions_merged", (keys > 0) & (pos > pos[keys > 0].max() - 1000),
+                               0.3)]:
+        counts = collections.Counter(x for x, keep in zip(items, inside) if keep)
+        check_window([tuple(a) for a in recorded["sketches"][name]], eps, counts, name, k=5)
+    assert any(a[2] < a[3] for a in recorded["sketches"]["positions_merged"])  # bounds at work
+    assert recorded["sketches"]["empty"] == []
+
+
+if __name__ == "__main__":
+    from pyspark.sql import SparkSession
+
+    import windowsketch
+
+    session = windowsketch.configure(SparkSession.builder.master("local[1]")).getOrCreate()
+    os.makedirs(TOP_K_GOLDEN, exist_ok=True)
+    written_now = golden_top_k_bytes(session)
+    for golden_name, golden_data in written_now.items():
+        with open(os.path.join(TOP_K_GOLDEN, f"{golden_name}.bin"), "wb") as out:
+            out.write(golden_data)
+    with open(os.path.join(TOP_K_GOLDEN, "answers.json"), "w") as out:
+        json.dump({"written_by": f"windowsketch {windowsketch.__version__} on Spark "
+                                 f"{session.version}", "format_version": 1,
+                   "sketches": {name: golden_top_k_answers(session, data)
+                                for name, data in written_now.items()}}, out, indent=1)
+        out.write("\n")

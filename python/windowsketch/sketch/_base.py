@@ -310,11 +310,16 @@ class WindowSketch:
         s._read(r)
         if r.pos != end:
             raise InvalidSketchBytes("trailing bytes after the sketch")
+        s._validate()
         return s
 
     def _read(self, r: _Reader) -> None:
         """Checks the parameters and reads the body after the header (the family's part)."""
         raise NotImplementedError
+
+    def _validate(self) -> None:
+        """Checks what the body read must satisfy as a whole, once no bytes trail (the
+        family's part, where the JVM checks it after the trailing bytes too)."""
 
     def _check_eps(self, low: float, high: float, high_included: bool = False) -> None:
         if not (low <= self._eps <= high if high_included else low <= self._eps < high):

@@ -158,7 +158,10 @@ class MomentsSketch(WindowSketch):
         self._pending = []
         self._compressed = None
         self._merged = False
-        problem = _Dyadic.invariant_problem(self._window, now, check, self._height(), nodes)
+
+    def _validate(self) -> None:
+        problem = _Dyadic.invariant_problem(self._window, self._now, self._check,
+                                            self._height(), self._nodes)
         if problem is not None:
             raise InvalidSketchBytes(problem)
 

@@ -63,6 +63,14 @@ object ItemCodec {
       case _: Exception => throw new CorruptSketchException(s"unknown item type $typeName")
     }
     if (!supported(t)) throw new CorruptSketchException(s"unknown item type $typeName")
+    val size = t match {
+      case BooleanType => 1
+      case StringType | _: DecimalType => -1
+      case _ => 8
+    }
+    if ((size >= 0 && bytes.length != size) || (size < 0 && t != StringType && bytes.isEmpty)) {
+      throw new CorruptSketchException(s"an item does not fit its type $typeName")
+    }
     val value = Literal(decode(bytes, t), t)
     Cast(value, StringType, Some("UTC")).eval().asInstanceOf[UTF8String]
   }

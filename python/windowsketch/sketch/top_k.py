@@ -1,0 +1,447 @@
+"""Top-k sketches (format kind 6): ``window_top_k_sketch``'s dyadic time nodes, each with
+its row count and a Misra–Gries summary of item counts, read, queried (the same lists as
+``window_top_k_sketch_estimate``, with items of their own Python type), merged and written
+byte for byte as the JVM does (SlidingTopK). docs/top-k.md has the guarantee."""
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import re
+import struct
+from collections.abc import Sequence
+from typing import Any, ClassVar, NamedTuple
+
+from windowsketch.sketch._base import (_EPOCH, _LONG_MAX, _LONG_MIN, _MASK64, _MIN_EPS, AsOf,
+                                       InvalidSketchBytes, SubWindow, WindowSketch, _Reader,
+                                       _signed, _unsigned, _Writer, register_family)
+
+_KIND_TOP_K = 6
+_MAX_NODES = 4096
+_MIN_PENDING = 64
+_MAX_CHECK = 1.0
+
+
+class ItemCount(NamedTuple):
+    """One listed item: ``lower <= exact <= upper``, ``count`` their middle."""
+
+    item: Any
+    count: int
+    lower: int
+    upper: int
+
+
+class _Summary(NamedTuple):
+    """Item counts of a group of rows: items (bytes, sorted) and counts; every item's true
+    count lies in [counted, counted + error]."""
+
+    items: tuple[bytes, ...]
+    counts: tuple[int, ...]
+    error: int
+
+    def count_of(self, item: bytes) -> int:
+        low, high = 0, len(self.items) - 1
+        while low <= high:
+            mid = (low + high) >> 1
+            if self.items[mid] == item:
+                return self.counts[mid]
+            if self.items[mid] < item:
+                low = mid + 1
+            else:
+                high = mid - 1
+        return 0
+
+
+#: A node: (level, lo, rows, summary).
+_Node = tuple[int, int, int, _Summary]
+
+
+def _capacity(eps: float) -> int:
+    return math.ceil(2 / eps) - 1
+
+
+def _sum(parts: Sequence[_Summary], capacity: int) -> _Summary:
+    """The JVM's ItemCounts.sum: counts added item by item, errors added, pruned once."""
+    if len(parts) == 1 and len(parts[0].items) <= capacity:
+        return parts[0]
+    pairs = sorted(((item, count) for p in parts for item, count in zip(p.items, p.counts)),
+                   key=lambda pair: pair[0])
+    items: list[bytes] = []
+    counts: list[int] = []
+    for item, count in pairs:
+        if items and items[-1] == item:
+            counts[-1] += count
+        else:
+            items.append(item)
+            counts.append(count)
+    error = sum(p.error for p in parts)
+    if len(items) <= capacity:
+        return _Summary(tuple(items), tuple(counts), error)
+    cut = sorted(counts)[len(counts) - 1 - capacity]  # the (capacity + 1)-th largest
+    kept = [i for i, c in enumerate(counts) if c > cut]
+    return _Summary(tuple(items[i] for i in kept), tuple(counts[i] - cut for i in kept),
+                    error + cut)
+
+
+_DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
+
+
+def _decode(item: bytes, type_name: str) -> Any:
+    """An item's bytes as the Python value of its Spark type (timestamps in UTC)."""
+    def ordered() -> int:
+        if len(item) != 8:
+            raise InvalidSketchBytes(f"an item does not fit its type {type_name}")
+        return int.from_bytes(item, "big") ^ (1 << 63)
+
+    if type_name == "string":
+        return item.decode("utf-8", errors="replace")
+    if type_name == "boolean":
+        if len(item) != 1:
+            raise InvalidSketchBytes(f"an item does not fit its type {type_name}")
+        return item != b"\x00"
+    if type_name in ("tinyint", "smallint", "int", "bigint"):
+        return _signed(ordered())
+    if type_name == "date":
+        return datetime.date(1970, 1, 1) + datetime.timedelta(days=_signed(ordered()))
+    if type_name == "timestamp":
+        return _EPOCH + datetime.timedelta(microseconds=_signed(ordered()))
+    if type_name == "timestamp_ntz":
+        return datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=_signed(ordered()))
+    if type_name in ("float", "double"):
+        key = _signed(ordered())
+        bits = ~key & _MASK64 ^ (1 << 63) if key < 0 else key
+        (value,) = struct.unpack(">d", (bits & _MASK64).to_bytes(8, "big"))
+        return struct.unpack(">f", struct.pack(">f", value))[0] if type_name == "float" else value
+    scaled = _DECIMAL.fullmatch(type_name)
+    if scaled:
+        if not item:
+            raise InvalidSketchBytes(f"an item does not fit its type {type_name}")
+        return decimal.Decimal(int.from_bytes(item, "big", signed=True)).scaleb(-int(scaled.group(2)))
+    raise InvalidSketchBytes(f"unknown item type {type_name}")
+
+
+@register_family
+class TopKSketch(WindowSketch):
+    """A top-k sketch (``window_top_k_sketch`` / ``_merge``): :meth:`top` lists what
+    ``window_top_k_sketch_estimate`` lists, with each item of its own Python type (str,
+    int, float, bool, Decimal, date, UTC datetime) where SQL gives its text.
+
+    The bytes of ``SELECT window_top_k_sketch(code, ts, 3)`` over
+    ``(1, 404), (2, 200), (3, 404), (4, 500)``:
+
+    >>> s = TopKSketch.from_bytes(bytes.fromhex(
+    ...     "570106033f847ae147ae147b0100000000000000043f747ae147ae147b0369"
+    ...     "6e740300020100010880000000000000c80100010100010880000000000001"
+    ...     "940100010100010880000000000001f401b3ff4397"))
+    >>> s
+    TopKSketch(kind='top_k', window=3, eps=0.01, now=4, time_unit='positions')
+    >>> s.top(2)
+    [ItemCount(item=200, count=1, lower=1, upper=1), ItemCount(item=404, count=1, lower=1, upper=1)]
+    >>> s.top(1, as_of=4, sub_window=1), s.top(1, as_of=9)
+    ([ItemCount(item=500, count=1, lower=1, upper=1)], [])
+    """
+
+    __slots__ = ("_check", "_item_type", "_nodes", "_pending", "_compressed", "_merged")
+    _check: float
+    _item_type: str
+    _nodes: list[_Node]
+    _pending: list[_Node]
+    _compressed: tuple[list[_Node], float] | None
+    _merged: bool
+
+    _family: ClassVar[str] = "a top-k sketch (window_top_k_sketch)"
+    _kind_names: ClassVar[dict[int, str]] = {_KIND_TOP_K: "top_k"}
+
+    def _height(self) -> int:
+        return min(62, (self._window - 1).bit_length())
+
+    @property
+    def item_type(self) -> str:
+        """The items' Spark type, as the aggregate recorded it (``"string"``, ``"bigint"``)."""
+        return self._item_type
+
+    def _read(self, r: _Reader) -> None:
+        self._check_eps(_MIN_EPS, 1.0)
+        check = r.double()
+        if not (self._eps / 2 <= check <= _MAX_CHECK):
+            raise InvalidSketchBytes(f"invalid collapse parameter {check}")
+        limit = len(r.data)
+        self._item_type = self._bytes(r, limit).decode("utf-8", errors="replace")
+        n = r.varint()
+        if n < 0 or n > limit // 5 or (n > 0 and not self._has_time):
+            raise InvalidSketchBytes(f"invalid node count {n}")
+        capacity = _capacity(self._eps)
+        now = self._now
+        nodes: list[_Node] = []
+        previous = 0
+        for i in range(n):
+            level = r.byte()
+            step = r.varint() & _MASK64
+            if i == 0:
+                fits = step <= (now - _LONG_MIN) & _MASK64
+                lo = _signed(now - step)
+            else:
+                fits = step <= (_LONG_MAX - previous) & _MASK64
+                lo = _signed(previous + step)
+            if not fits:
+                raise InvalidSketchBytes(f"invalid node at position {i}")
+            total = r.varint()
+            error = r.varint()
+            size = r.varint()
+            if size < 0 or size > capacity:
+                raise InvalidSketchBytes(f"invalid item count at node {i}")
+            items, counts = [], []
+            for _ in range(size):
+                items.append(self._bytes(r, limit))
+                counts.append(r.varint())
+            nodes.append((level, lo, total, _Summary(tuple(items), tuple(counts), error)))
+            previous = lo
+        self._check = check
+        self._nodes = nodes
+        self._pending = []
+        self._compressed = None
+        self._merged = False
+
+    def _validate(self) -> None:
+        problem = _Dyadic.invariant_problem(self._window, self._now, self._check,
+                                            self._height(), _capacity(self._eps), self._nodes)
+        if problem is not None:
+            raise InvalidSketchBytes(problem)
+
+    @staticmethod
+    def _bytes(r: _Reader, limit: int) -> bytes:
+        n = r.varint()
+        if n < 0 or n > limit:
+            raise InvalidSketchBytes(f"invalid length {n}")
+        if r.pos + n > r.end:
+            raise InvalidSketchBytes("truncated")
+        r.pos += n
+        return bytes(r.data[r.pos - n:r.pos])
+
+    # -- queries ---------------------------------------------------------------------
+
+    def top(self, k: int, as_of: AsOf | None = None,
+            sub_window: SubWindow | None = None) -> list[ItemCount]:
+        """The ``k`` items with the largest estimates in the window of length ``sub_window``
+        (default: the sketch's window) ending at ``as_of`` (default: the sketch's latest
+        ``ts``), as ``window_top_k_sketch_estimate`` lists them: ``lower <= exact <= upper``
+        for each, ``upper - lower <= eps * n``; ties go to the larger lower bound, then to
+        the item. ``as_of`` and ``sub_window`` as for :meth:`CountSketch.estimate`.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        end, length = self._query_window(as_of, sub_window, "top")
+        if not self._has_time:
+            return []
+        inside: list[_Summary] = []
+        straddling: list[_Summary] = []
+        for level, lo, _, summary in self._query_nodes():
+            if lo <= end and _unsigned(end - lo) < length:
+                inside.append(summary)
+            elif lo < end:
+                last = min(_Dyadic.last(level, lo), end)
+                if _unsigned(end - last) < length:
+                    straddling.append(summary)
+        lower = _sum(inside, _LONG_MAX)
+        over = _sum(straddling, _LONG_MAX)
+        slack = lower.error + over.error
+        ranked = []
+        for item, low in zip(lower.items, lower.counts):
+            high = low + slack + over.count_of(item)
+            ranked.append((item, low + (high - low) // 2, low, high))
+        ranked.sort(key=lambda c: (-c[1], -c[2], c[0]))
+        return [ItemCount(_decode(item, self._item_type), estimate, low, high)
+                for item, estimate, low, high in ranked[:k]]
+
+    def estimate(self, k: int, as_of: AsOf | None = None,
+                 sub_window: SubWindow | None = None) -> list[ItemCount]:
+        """The same as :meth:`top`."""
+        return self.top(k, as_of, sub_window)
+
+    def _query_nodes(self) -> list[_Node]:
+        return self._compress()[0] if self._merged else self._nodes
+
+    # -- merging and writing ---------------------------------------------------------
+
+    def _own_state(self) -> None:
+        self._nodes = list(self._nodes)
+        self._pending = list(self._pending)
+
+    def _check_mergeable(self, other: WindowSketch) -> None:
+        assert isinstance(other, TopKSketch)
+        if other._item_type != self._item_type and other._has_time and self._has_time:
+            raise ValueError(f"cannot merge top-k sketches of items {self._item_type} and "
+                             f"{other._item_type}")
+
+    def _merge_state(self, other: WindowSketch) -> None:
+        assert isinstance(other, TopKSketch)
+        if not self._item_type:
+            self._item_type = other._item_type
+        self._compressed = None
+        self._merged = True
+        self._check = max(self._check, other._check)
+        for node in other._nodes + other._pending:
+            self._pending.append(node)
+            # The JVM compresses once the pending nodes outnumber the compressed ones.
+            if len(self._pending) >= max(_MIN_PENDING, len(self._nodes)):
+                self._nodes, self._check = self._compress()
+                self._pending = []
+                self._compressed = None
+
+    def _compress(self) -> tuple[list[_Node], float]:
+        if self._compressed is None:
+            self._compressed = _Dyadic.compress(self._window, self._now, self._height(),
+                                                self._check, _capacity(self._eps), self._nodes,
+                                                self._pending)
+        return self._compressed
+
+    def _write(self, w: _Writer) -> None:
+        nodes, check = self._compress()
+        w.double(check)
+        item_type = self._item_type.encode("utf-8")
+        w.varint(len(item_type))
+        w.out += item_type
+        w.varint(len(nodes))
+        previous = self._now
+        for i, (level, lo, total, summary) in enumerate(nodes):
+            w.byte(level)
+            w.varint(self._now - lo if i == 0 else lo - previous)
+            w.varint(total)
+            w.varint(summary.error)
+            w.varint(len(summary.items))
+            for item, count in zip(summary.items, summary.counts):
+                w.varint(len(item))
+                w.out += item
+                w.varint(count)
+            previous = lo
+
+
+class _Dyadic:
+    """SlidingTopK's node arithmetic, on nodes (level, lo, rows, summary) in pre-order."""
+
+    @staticmethod
+    def last(level: int, lo: int) -> int:
+        return _signed(lo + ((1 << level) - 1))
+
+    @staticmethod
+    def first_after(los: Sequence[int], ts: int, start: int, stop: int) -> int:
+        low, high = start, stop
+        while low < high:
+            mid = (low + high) >> 1
+            if los[mid] > ts:
+                high = mid
+            else:
+                low = mid + 1
+        return low
+
+    @staticmethod
+    def compress(window: int, now: int, height: int, check: float, capacity: int,
+                 nodes: list[_Node], pending: list[_Node]) -> tuple[list[_Node], float]:
+        def after_edge(ts: int) -> bool:
+            return ts > now or _unsigned(now - ts) < window
+
+        ordered = sorted(pending, key=lambda node: (node[1], -node[0]))
+        gathered: list[_Node] = []
+        a = b = 0
+        while a < len(nodes) or b < len(ordered):
+            from_pending = a == len(nodes) or (
+                b < len(ordered) and (ordered[b][1], -ordered[b][0]) < (nodes[a][1], -nodes[a][0]))
+            if from_pending:
+                node = ordered[b]
+                b += 1
+            else:
+                node = nodes[a]
+                a += 1
+            level, lo, total, summary = node
+            if not after_edge(_Dyadic.last(level, lo)):
+                continue
+            if gathered and gathered[-1][0] == level and gathered[-1][1] == lo:
+                previous = gathered[-1]
+                gathered[-1] = (level, lo, previous[2] + total,
+                                _sum([previous[3], summary], capacity))
+            else:
+                gathered.append(node)
+        collapsed = _Dyadic.collapse(height, check, capacity, gathered)
+        while len(collapsed) > _MAX_NODES and check < _MAX_CHECK:
+            check *= 2
+            collapsed = _Dyadic.collapse(height, check, capacity, collapsed)
+        return collapsed, check
+
+    @staticmethod
+    def collapse(height: int, check: float, capacity: int, nodes: list[_Node]) -> list[_Node]:
+        n = len(nodes)
+        after = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            after[i] = after[i + 1] + nodes[i][2]
+        los = [node[1] for node in nodes]
+        out: list[_Node] = []
+        first_after = _Dyadic.first_after
+
+        def visit(k: int, lo: int, a: int, b: int, above: int) -> None:
+            subtree = after[a] - after[b]
+            if k == 0 or float(subtree + above + 1) <= check * float(after[b]):
+                out.append((k, lo, subtree, _sum([nodes[i][3] for i in range(a, b)], capacity)))
+                return
+            if b - a == 1:
+                out.append(nodes[a])
+                return
+            holds = nodes[a][0] == k and nodes[a][1] == lo
+            if holds:
+                out.append(nodes[a])
+            start = a + 1 if holds else a
+            below = above + nodes[a][2] if holds else above
+            mid = lo + (1 << (k - 1))
+            m = first_after(los, mid - 1, start, b)
+            if start < m:
+                visit(k - 1, lo, start, m, below)
+            if m < b:
+                visit(k - 1, mid, m, b, below)
+
+        root_mask = -1 << height
+        a = 0
+        while a < n:
+            root_lo = los[a] & root_mask
+            b = first_after(los, _Dyadic.last(height, root_lo), a, n)
+            visit(height, root_lo, a, b, 0)
+            a = b
+        return out
+
+    @staticmethod
+    def invariant_problem(window: int, now: int, check: float, height: int, capacity: int,
+                          nodes: Sequence[_Node]) -> str | None:
+        """What the JVM's checkInvariant finds wrong with stored nodes, or None."""
+        total = 0
+        for i, (_, _, rows, s) in enumerate(nodes):
+            if (rows < 1 or total + rows > _LONG_MAX or len(s.items) > capacity or s.error < 0
+                    or any(c < 1 for c in s.counts)
+                    or any(s.items[j - 1] >= s.items[j] for j in range(1, len(s.items)))
+                    or sum(s.counts) + (capacity + 1) * s.error > rows):
+                return f"invalid item counts at node {i}"
+            total += rows
+        after = [0] * (len(nodes) + 1)
+        for i in range(len(nodes) - 1, -1, -1):
+            after[i] = after[i + 1] + nodes[i][2]
+        los = [node[1] for node in nodes]
+        last = _Dyadic.last
+        stack: list[int] = []
+        with_above: list[int] = []
+        for i, (level, lo, rows, _) in enumerate(nodes):
+            if i > 0 and not (los[i - 1] < lo or (los[i - 1] == lo and nodes[i - 1][0] > level)):
+                return f"nodes out of order at {i}"
+            if level < 0 or level > height or lo & ((1 << level) - 1):
+                return f"invalid node at {i}"
+            node_last = last(level, lo)
+            if lo > now or not (node_last > now or _unsigned(now - node_last) < window):
+                return f"node {i} lies outside the window"
+            while stack and not node_last <= last(nodes[stack[-1]][0], los[stack[-1]]):
+                stack.pop()
+                with_above.pop()
+            if len(stack) > height:
+                return "nodes nest deeper than the tree"
+            t = (with_above[-1] if stack else 0) + rows
+            if level > 0 and not float(t + 1) <= check * float(
+                    after[_Dyadic.first_after(los, node_last, i + 1, len(nodes))]):
+                return f"invariant broken at node {i} (level {level})"
+            stack.append(i)
+            with_above.append(t)
+        return None
