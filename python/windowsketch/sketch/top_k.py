@@ -26,7 +26,7 @@ class ItemCount(NamedTuple):
     """One listed item: ``lower <= exact <= upper``, ``count`` their middle."""
 
     item: Any
-    count: int
+    count: int  # type: ignore[assignment]  # Spark's field name; it hides tuple.count
     lower: int
     upper: int
 
