@@ -117,6 +117,23 @@ SCRIPT = textwrap.dedent("""
     assert (got.a, got.v) == (33.5, 0.25), got  # positions 28..39; then 38 and 39
     print("CONNECT MOMENTS OK", len(mom))
 
+    # Top-k: exact in a running frame (the last 10 positions of a key are its last 5 rows),
+    # and the sketch columns.
+    from windowsketch.functions import (approx_window_top_k, window_top_k_sketch,
+                                        window_top_k_sketch_estimate, window_top_k_sketch_merge)
+    tops = df.select("key", "pos", approx_window_top_k(F.col("pos") % 3, "pos", 10, 1).over(w_pos)
+                     .alias("top")).collect()
+    for r in tops:
+        window = [p % 3 for p in range(r.pos - 9, r.pos + 1) if p >= 0 and p % 2 == r.key]
+        best = max(window.count(v) for v in set(window))
+        assert (r.top[0].item, r.top[0]["count"]) == (
+            min(v for v in set(window) if window.count(v) == best), best), (r, window)
+    m = (df.groupBy("key").agg(window_top_k_sketch("v", "pos", 12).alias("s"))
+         .agg(window_top_k_sketch_merge("s").alias("m")))
+    got = m.select(window_top_k_sketch_estimate("m", 2).alias("top")).collect()[0]
+    assert [(t.item, t["count"]) for t in got.top] == [("false", 8), ("true", 4)], got
+    print("CONNECT TOP K OK", len(tops))
+
     try:
         windowsketch.register(spark)
     except RuntimeError as e:
@@ -200,7 +217,7 @@ def test_dataframe_function_under_spark_connect(tmp_path):
         out = run_in_own_process(SCRIPT, tmp_path)
     assert "CONNECT OK 40" in out and "CONNECT SKETCHES OK 40" in out
     assert "CONNECT DISTINCT OK 40" in out and "CONNECT PERCENTILES OK 40" in out
-    assert "CONNECT MOMENTS OK 40" in out
+    assert "CONNECT MOMENTS OK 40" in out and "CONNECT TOP K OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
     assert "CONNECT SLIDING WINDOW OK 8" in out
     assert ("UPDATE REFUSED: sliding_window emits final rows, each (key, window_end) once: "

@@ -214,3 +214,37 @@ def test_moments_sketch_columns(spark, api):
     for jcolumn, expression in cases:
         got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_moments")
         assert got == want and want, (expression, got, want)
+
+
+def test_top_k(spark, api):
+    f, col, lit, select, _ = api
+    cases = [
+        (f.approx_window_top_k(col("q"), col("ts"), lit(12), lit(2), lit(0.1)),
+         "approx_window_top_k(q, ts, 12, 2, 0.1)"),
+        (f.approx_window_top_k(col("q"), col("ts"), lit(12), lit(2)), "approx_window_top_k(q, ts, 12, 2)"),
+        (f.approx_window_top_k("q", "ts", 12, 2, 0.1), "approx_window_top_k(q, ts, 12, 2, 0.1)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn), sql(spark, expression)
+        assert got == want and want, (expression, got, want)
+    sketch = spark.sql("SELECT window_top_k_sketch(v, ts, 12, 0.1) AS s FROM scala_api")
+    sketch.createOrReplaceTempView("scala_api_top_k")
+    assert bytes(select(f.window_top_k_sketch(col("v"), col("ts"), lit(12), lit(0.1)))) == bytes(
+        sketch.collect()[0].s)
+    assert bytes(select(f.window_top_k_sketch(col("q"), col("ts"), lit(12)))) == bytes(
+        sql(spark, "window_top_k_sketch(q, ts, 12)"))
+    assert bytes(select(f.window_top_k_sketch("q", "ts", 12, 0.1))) == bytes(
+        sql(spark, "window_top_k_sketch(q, ts, 12, 0.1)"))
+    for jcolumn in (f.window_top_k_sketch_merge(col("s")), f.window_top_k_sketch_merge("s")):
+        assert bytes(select(jcolumn, sketch)) == bytes(
+            sql(spark, "window_top_k_sketch_merge(s)", "scala_api_top_k"))
+    s = col("s")
+    cases = [
+        (f.window_top_k_sketch_estimate(s, 2), "window_top_k_sketch_estimate(s, 2)"),
+        (f.window_top_k_sketch_estimate(s, 2, lit(44)), "window_top_k_sketch_estimate(s, 2, 44)"),
+        (f.window_top_k_sketch_estimate(s, 2, lit(44), lit(6)),
+         "window_top_k_sketch_estimate(s, 2, 44, 6)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_top_k")
+        assert got == want and want, (expression, got, want)

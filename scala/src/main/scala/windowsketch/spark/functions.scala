@@ -314,4 +314,45 @@ object functions {
   def window_moments_sketch_bounds(sketch: Column, statistic: String, asOf: Column,
       subWindow: Column): Column =
     call_function("window_moments_sketch_bounds", sketch, lit(statistic), asOf, subWindow)
+
+  /**
+   * The `k` most frequent non-NULL `x` of the sliding window with certified counts:
+   * ARRAY<STRUCT<item, count, lower, upper>>; see `approx_window_top_k`.
+   */
+  def approx_window_top_k(x: Column, ts: Column, window: Column, k: Column, eps: Column): Column =
+    call_function("approx_window_top_k", x, ts, window, k, eps)
+
+  def approx_window_top_k(x: Column, ts: Column, window: Column, k: Column): Column =
+    call_function("approx_window_top_k", x, ts, window, k)
+
+  def approx_window_top_k(x: String, ts: String, window: Any, k: Int, eps: Double): Column =
+    approx_window_top_k(col(x), col(ts), lit(window), lit(k), lit(eps))
+
+  /** A mergeable top-k sketch (BINARY) of the group's values; see `window_top_k_sketch`. */
+  def window_top_k_sketch(x: Column, ts: Column, window: Column, eps: Column): Column =
+    call_function("window_top_k_sketch", x, ts, window, eps)
+
+  def window_top_k_sketch(x: Column, ts: Column, window: Column): Column =
+    call_function("window_top_k_sketch", x, ts, window)
+
+  def window_top_k_sketch(x: String, ts: String, window: Any, eps: Double): Column =
+    window_top_k_sketch(col(x), col(ts), lit(window), lit(eps))
+
+  /** Merges the group's top-k sketches into one; see `window_top_k_sketch_merge`. */
+  def window_top_k_sketch_merge(sketch: Column): Column =
+    call_function("window_top_k_sketch_merge", sketch)
+
+  def window_top_k_sketch_merge(sketch: String): Column = window_top_k_sketch_merge(col(sketch))
+
+  /** The sketch's `k` top items (as text) in its window ending at its largest ts. */
+  def window_top_k_sketch_estimate(sketch: Column, k: Int): Column =
+    call_function("window_top_k_sketch_estimate", sketch, lit(k))
+
+  /** The sketch's `k` top items in its window ending at `asOf`. */
+  def window_top_k_sketch_estimate(sketch: Column, k: Int, asOf: Column): Column =
+    call_function("window_top_k_sketch_estimate", sketch, lit(k), asOf)
+
+  /** The sketch's `k` top items in the window of length `subWindow` ending at `asOf`. */
+  def window_top_k_sketch_estimate(sketch: Column, k: Int, asOf: Column, subWindow: Column): Column =
+    call_function("window_top_k_sketch_estimate", sketch, lit(k), asOf, subWindow)
 }
