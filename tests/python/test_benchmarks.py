@@ -22,6 +22,8 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
                     "p99 in running windows", "Percentiles in GROUP BY",
                     "Standard deviation in running windows", "Standard deviations in GROUP BY",
+                    "Top 5 values in running windows", "Top 5 values in GROUP BY",
+                    "Top-k sketch size at a window of 10^9 positions",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
                     "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling"):
@@ -30,7 +32,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
-        "percentiles", "moments",
+        "percentiles", "moments", "top k",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     # The moments' error at mean 10^9 within eps / 2; the prefix difference's far from it.
