@@ -1,6 +1,6 @@
 """Live monitoring: per host, every minute, over the last 10 minutes: 404s, bytes sent,
-distinct URLs, the median and p99 response size and its mean and standard deviation (a
-z-score's ingredients); or alerts on the 404s.
+distinct URLs, the three most requested URLs, the median and p99 response size and its
+mean and standard deviation (a z-score's ingredients); or alerts on the 404s.
 
     python examples/live_404s.py [--hours N] [--alert-above X]
 
@@ -73,6 +73,7 @@ def start(spark, input_dir: str, checkpoint_dir: str, on_batch, alert_above=None
                                           live.count(F.col("status") == 404).alias("n404"),
                                           live.sum("bytes"),
                                           live.distinct("url").alias("urls"),
+                                          live.top_k("url", 3).alias("top_urls"),
                                           live.percentile("bytes", [0.5, 0.99]).alias("size"),
                                           live.moments("bytes").alias("size_moments")])
     return (rows.writeStream.option("checkpointLocation", checkpoint_dir)

@@ -9,7 +9,7 @@
                                live.percentile("latency", [0.5, 0.99])])
 
 Each is named in the output by its family (``count``, ``sum``, ``distinct``,
-``percentile``, ``moments``) unless renamed with :meth:`LiveAggregate.alias`.
+``percentile``, ``moments``, ``top_k``) unless renamed with :meth:`LiveAggregate.alias`.
 
 Counts and sums can carry alerts on their certified bounds (``alert_above``,
 ``alert_below``), as :func:`windowsketch.streaming.sliding_counts` does: the struct gains a
@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence, Union
 
 from pyspark.sql import Column
 
-__all__ = ["LiveAggregate", "count", "distinct", "moments", "percentile", "sum"]
+__all__ = ["LiveAggregate", "count", "distinct", "moments", "percentile", "sum", "top_k"]
 
 ColumnOrName = Union[Column, str]
 
@@ -44,6 +44,7 @@ class LiveAggregate:
     single: bool = False
     above: Optional[int] = None
     below: Optional[int] = None
+    k: int = 0
 
     def alias(self, name: str) -> "LiveAggregate":
         """The same aggregate under another output column name."""
@@ -54,7 +55,7 @@ class LiveAggregate:
     def _spec(self, input_column: str) -> dict[str, Any]:
         return {"family": self.family, "name": self.name, "input": input_column,
                 "eps": self.eps, "percentages": list(self.percentages), "single": self.single,
-                "above": self.above, "below": self.below}
+                "above": self.above, "below": self.below, "k": self.k}
 
 
 def _checked(value: Any, name: str) -> ColumnOrName:
@@ -130,3 +131,14 @@ def moments(x: ColumnOrName, eps: float = 0.01) -> LiveAggregate:
     :func:`windowsketch.functions.approx_window_avg`, ``_variance`` and ``_stddev``: the
     ingredients of a z-score per key and tick. NaN or infinite values stop the query."""
     return LiveAggregate("moments", _checked(x, "x"), "moments", _accuracy(eps, "eps"))
+
+
+def top_k(x: ColumnOrName, k: int) -> LiveAggregate:
+    """The ``k`` most frequent non-NULL values of ``x`` (BOOLEAN, numeric, STRING, DATE or
+    TIMESTAMP) in the window, with their exact counts, as an array of structs ``item,
+    count`` ordered by count (ties by item; empty for an empty window): the window's rows
+    are held in the key's state, as :func:`windowsketch.functions.approx_window_top_k` holds
+    them in a running frame."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"`k` must be a positive int (how many values to list), got {k!r}")
+    return LiveAggregate("top_k", _checked(x, "x"), "top_k", 0.01, k=k)

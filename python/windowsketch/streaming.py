@@ -1,5 +1,5 @@
 """Live sliding windows on Structured Streaming: :func:`sliding_window` (several
-aggregates per key: counts, sums, distinct counts, percentiles, moments) and
+aggregates per key: counts, sums, distinct counts, percentiles, moments, top values) and
 :func:`sliding_counts` (counts with alerts).
 
 The operators run in the JVM (``flatMapGroupsWithState`` with event-time timeouts, each
@@ -146,10 +146,10 @@ def sliding_window(
     integral one) holds an input of some aggregate: ``key..., window_end`` and one column
     per aggregate (see :mod:`windowsketch.live` for each family's type and guarantee). Rows
     are final. When every aggregate's window has emptied the key emits one last row (counts,
-    sums and distinct counts 0, percentiles and moments NULL) and, with nothing pending, its
-    state is deleted, so the state holds only live keys. Late rows are dropped, as Spark
-    drops them (``numRowsDroppedByWatermark``), as are rows where every aggregate's input is
-    NULL or not an event.
+    sums and distinct counts 0, percentiles and moments NULL, top values empty) and, with
+    nothing pending, its state is deleted, so the state holds only live keys. Late rows are
+    dropped, as Spark drops them (``numRowsDroppedByWatermark``), as are rows where every
+    aggregate's input is NULL or not an event.
 
     Args:
         events: a streaming DataFrame; with a TIMESTAMP ``ts`` it needs a watermark on it.
@@ -158,7 +158,7 @@ def sliding_window(
         window, every: the window's length and the tick spacing: interval strings or
             ``datetime.timedelta`` for a TIMESTAMP ``ts``, ints of positions otherwise.
         aggregates: :func:`windowsketch.live.count`, ``sum``, ``distinct``, ``percentile``,
-            ``moments``, each under its own output name (``.alias(...)``).
+            ``moments``, ``top_k``, each under its own output name (``.alias(...)``).
         lateness: for an integral ``ts`` only, as in :func:`sliding_counts`.
 
     Returns:
@@ -177,7 +177,8 @@ def sliding_window(
                         f"{aggregates!r}")
     if not aggregates or not all(isinstance(a, LiveAggregate) for a in aggregates):
         raise TypeError("`aggregates` must be a non-empty list of windowsketch.live aggregates "
-                        "(live.count, live.sum, live.distinct, live.percentile, live.moments)")
+                        "(live.count, live.sum, live.distinct, live.percentile, live.moments, "
+                        "live.top_k)")
     if lateness is not None and (isinstance(lateness, bool) or not isinstance(lateness, int)):
         raise TypeError(f"`lateness` must be an int of positions, got {lateness!r}")
     specs = []

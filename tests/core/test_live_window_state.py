@@ -8,7 +8,8 @@ working, never a crash.
 `PYTHONPATH=tests python tests/core/test_live_window_state.py OUT_DIR [SCENARIO ...]`
 writes the golden states with whatever jar the session loads: it wrote
 tests/golden/live/window_*.bin, with version 1 but for window_alerts_positions (version 2,
-the first with alerts) and window_moments_positions (version 2, the first with moments)."""
+the first with alerts), window_moments_positions and window_top_k_positions (version 2,
+the first with moments and top values)."""
 from __future__ import annotations
 
 import os
@@ -33,10 +34,11 @@ SCENARIOS = {
                                 "sum:0.05:above=50000:below=25000,percentile:0.01:0.5"),
     # eps 0.3: the moments' buckets compact (and straddle) in windows of ~500 values.
     "window_moments_positions": (100, 10, "count:0.05,moments:0.3"),
+    "window_top_k_positions": (100, 10, "count:0.05,top_k:3"),
 }
 # Small enough to flip every bit: 16 registers for the distinct count.
 FUZZED = (100, 10, "count:0.05:above=20:below=5,sum:0.05,distinct:0.39,percentile:0.01:0.5,"
-          "moments:0.3")
+          "moments:0.3,top_k:2")
 
 
 def inputs(name: str):
@@ -62,6 +64,8 @@ def inputs(name: str):
             values.append(int(rng.integers(1, 1000)))
         elif family == "distinct":
             values.append(int(rng.integers(-2**63, 2**63 - 1)))  # a hash
+        elif family == "top_k":
+            values.append(int(rng.zipf(1.5)) % 20)  # an item (its 8 bytes)
         else:
             values.append(int(np.float64(rng.normal(100, 30)).view(np.int64)))
     rows = np.array(list(zip(ts, which, values)), dtype=object)

@@ -156,7 +156,8 @@ SCRIPT = textwrap.dedent("""
               .option("maxFilesPerTrigger", 1).json(source))
     windowed = sliding_window(events, "k", "pos", 10, 5, lateness=2, aggregates=[
         live.count(F.col("x").isNotNull()).alias("n"), live.sum("x"),
-        live.distinct("x"), live.percentile("x", 0.5).alias("median"), live.moments("x")])
+        live.distinct("x"), live.percentile("x", 0.5).alias("median"), live.moments("x"),
+        live.top_k("x", 1)])
     try:
         windowed.writeStream.outputMode("update")
     except ValueError as e:
@@ -168,6 +169,9 @@ SCRIPT = textwrap.dedent("""
     emitted = spark.sql("SELECT * FROM live_connect WHERE k = 'a'").collect()
     got = sorted((r.window_end, r.n.estimate, r.sum.estimate, r.distinct, r.median)
                  for r in emitted)
+    tops = sorted((r.window_end, [(t.item, t["count"]) for t in r.top_k]) for r in emitted)
+    assert tops == [(5, [(5, 1)]), (10, [(1, 1)]), (15, [(1, 1)]), (20, [(4, 1)]), (25, []),
+                    (30, [(9, 1)]), (35, [(9, 1)]), (40, [])], tops
     averages = sorted((r.window_end, r.moments.avg) for r in emitted)
     assert [(t, None if a is None else round(a, 9)) for t, a in averages] == [
         (5, 6.0), (10, 4.333333333), (15, 2.5), (20, 4.0), (25, None), (30, 9.0), (35, 9.0),

@@ -5,6 +5,7 @@ to live keys after every batch, late rows dropped, positions, a state the operat
 read, and the errors."""
 from __future__ import annotations
 
+import collections
 import datetime
 import json
 import math
@@ -75,7 +76,8 @@ def aggregates():
             live.distinct("client"),
             live.percentile("latency", [0.5, 0.99]).alias("latency"),
             live.percentile("latency", 0.9).alias("p90"),
-            live.moments("latency", eps=EPS).alias("spread")]
+            live.moments("latency", eps=EPS).alias("spread"),
+            live.top_k("client", 2).alias("top_clients")]
 
 
 def start(spark, source, checkpoint, out):
@@ -199,10 +201,13 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
             n, mean, m2 = Exact(latencies).of(np.ones(len(latencies), dtype=bool))
             for stat in STATS:
                 check_statistic(stat, row.spread[stat], None, None, n, mean, m2, EPS, (key, tick))
+            clients = collections.Counter(r["client"] for r in window if r["client"] is not None)
+            top = sorted(clients.items(), key=lambda c: (-c[1], c[0].encode()))[:2]
+            assert [(t.item, t["count"]) for t in row.top_clients] == top, (key, tick)
             checked += 1
         last = emitted[-1]
         assert (last.n404.upper, last.bytes.upper, last.distinct, last.latency) == (0, 0, 0, None)
-        assert list(last.spread) == [None] * len(STATS)
+        assert list(last.spread) == [None] * len(STATS) and last.top_clients == []
         # Alerts, their states carried across the restart, against the exact windows.
         for name, above, below in (("n404", N404_ABOVE, N404_BELOW), ("bytes", BYTES_ABOVE, None)):
             fired = [(t, a, c) for k, t, a, c in crossings[name] if k == key]
@@ -402,6 +407,9 @@ def test_the_live_monitoring_example_runs_every_family(spark, tmp_path):
             assert list(r.size_moments) == [None] * 5
         else:  # sizes are not negative
             assert r.size_moments.avg >= 0 and r.size_moments.stddev_pop >= 0
+        counts = [t["count"] for t in r.top_urls]
+        assert counts == sorted(counts, reverse=True) and sum(counts) <= r.requests.upper
     busy = max(rows, key=lambda r: r.requests.estimate)
     assert busy.requests.estimate > 20 and busy.urls > 5 and busy.size[0] <= busy.size[1]
+    assert len(busy.top_urls) == 3
     assert busy.size_moments.stddev_samp > 0

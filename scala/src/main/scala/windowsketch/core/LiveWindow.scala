@@ -8,6 +8,10 @@ trait LiveSlide {
   /** Adds one input at `ts`; `ts` never precedes an earlier add's. */
   def add(ts: Long, input: Long): Unit
 
+  /** Adds one input given as bytes (the families whose inputs are items, not numbers). */
+  def addBytes(ts: Long, input: Array[Byte]): Unit =
+    throw new UnsupportedOperationException("this family takes numbers, not items")
+
   /** Moves the window's end to `tick` and drops what left it. */
   def advanceTo(tick: Long): Unit
 
@@ -48,6 +52,9 @@ abstract class LiveAggregate {
 
   /** Checks one input read back from state bytes: what `add` takes from this family. */
   private[core] def validInput(input: Long): Boolean = true
+
+  /** Its inputs are items as bytes ([[LiveSlide.addBytes]]), not numbers. */
+  def takesBytes: Boolean = false
 
   /** Alert thresholds on the slide's certified bounds: only a [[BoundedSlide]]'s family has them. */
   def above: Option[Long] = None
@@ -201,6 +208,34 @@ final class LiveMomentsSlide(val moments: OrderedMoments) extends LiveSlide {
 }
 
 /**
+ * The most frequent items: the input is the item's bytes; the window's rows are held and
+ * counted exactly (as the running frames' [[OrderedTopK]]), and the `k` most frequent
+ * listed at each tick.
+ */
+final case class LiveTopKAggregate(k: Int) extends LiveAggregate {
+  require(k >= 1, s"k must be a positive number of items, got $k")
+  def family: String = "top_k"
+  def tag: Byte = LiveWindow.TopKTag
+  def parameters: Seq[Double] = Seq(k.toDouble)
+  override def takesBytes: Boolean = true
+  def newSlide(window: Long): LiveTopKSlide = new LiveTopKSlide(new OrderedTopK(window), k)
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide =
+    new LiveTopKSlide(OrderedTopK.readFrom(window, in), k)
+}
+
+final class LiveTopKSlide(val counts: OrderedTopK, k: Int) extends LiveSlide {
+  def add(ts: Long, input: Long): Unit =
+    throw new UnsupportedOperationException("top_k takes items as bytes")
+  override def addBytes(ts: Long, input: Array[Byte]): Unit = counts.add(ts, input)
+  def advanceTo(tick: Long): Unit = counts.advanceTo(tick)
+  def isEmpty: Boolean = counts.isEmpty
+  def end: Option[Long] = if (counts.hasTime) Some(counts.now) else None
+  /** The window's `k` most frequent items at the last tick, exact. */
+  def answer: Array[ItemCount] = counts.top(k)
+  private[core] def writeTo(out: ByteWriter): Unit = counts.writeTo(out)
+}
+
+/**
  * One key's live window: several aggregates over the window ending at each tick T (a
  * multiple of `every`) that the caller declares final (`advance(T)`: every input at or
  * before T has arrived). The tick rules are [[LiveCount]]'s, for all aggregates at once:
@@ -223,12 +258,21 @@ final class LiveWindow private (
     private var pendingTs: Array[Long],
     private var pendingAggregate: Array[Int],
     private var pendingInput: Array[Long],
+    // The inputs of families that take bytes (null for the others'), beside pendingInput.
+    private var pendingBytes: Array[Array[Byte]],
     private var pendingSize: Int) {
 
   def this(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate]) =
     this(window, every, aggregates, aggregates.map(_.newSlide(window)).toArray,
       aggregates.map(LiveWindow.newAlert(_)).toArray, 0L, false, true,
-      new Array[Long](8), new Array[Int](8), new Array[Long](8), 0)
+      new Array[Long](8), new Array[Int](8), new Array[Long](8), new Array[Array[Byte]](8), 0)
+
+  /** [[add]] for a family whose inputs are bytes. */
+  def addBytes(ts: Long, aggregate: Int, input: Array[Byte]): Boolean = {
+    val added = add(ts, aggregate, 0L)
+    if (added) pendingBytes(pendingSize - 1) = input
+    added
+  }
 
   /**
    * Adds one input of aggregate `aggregate` at `ts`. Returns false, adding nothing, if
@@ -242,10 +286,12 @@ final class LiveWindow private (
         pendingTs = java.util.Arrays.copyOf(pendingTs, n)
         pendingAggregate = java.util.Arrays.copyOf(pendingAggregate, n)
         pendingInput = java.util.Arrays.copyOf(pendingInput, n)
+        pendingBytes = java.util.Arrays.copyOf(pendingBytes, n)
       }
       pendingTs(pendingSize) = ts
       pendingAggregate(pendingSize) = aggregate
       pendingInput(pendingSize) = input
+      pendingBytes(pendingSize) = null
       pendingSize += 1
       true
     }
@@ -266,7 +312,9 @@ final class LiveWindow private (
     while (liveFrom(taken) && dueFrom(taken) <= upTo) {
       val tick = dueFrom(taken)
       while (taken < pendingSize && pendingTs(taken) <= tick) {
-        slides(pendingAggregate(taken)).add(pendingTs(taken), pendingInput(taken))
+        val bytes = pendingBytes(taken)
+        if (bytes == null) slides(pendingAggregate(taken)).add(pendingTs(taken), pendingInput(taken))
+        else slides(pendingAggregate(taken)).addBytes(pendingTs(taken), bytes)
         taken += 1
       }
       var empty = true
@@ -289,6 +337,8 @@ final class LiveWindow private (
     System.arraycopy(pendingTs, taken, pendingTs, 0, left)
     System.arraycopy(pendingAggregate, taken, pendingAggregate, 0, left)
     System.arraycopy(pendingInput, taken, pendingInput, 0, left)
+    System.arraycopy(pendingBytes, taken, pendingBytes, 0, left)
+    java.util.Arrays.fill(pendingBytes.asInstanceOf[Array[AnyRef]], left, pendingSize, null)
     pendingSize = left
   }
 
@@ -312,6 +362,7 @@ final class LiveWindow private (
     pendingTs = order.map(pendingTs)
     pendingAggregate = order.map(pendingAggregate)
     pendingInput = order.map(pendingInput)
+    pendingBytes = order.map(pendingBytes)
   }
 
   /** The state as bytes (docs/format.md, "Live window state"), for a streaming state store. */
@@ -345,7 +396,8 @@ final class LiveWindow private (
       out.varint(pendingTs(i) - previous)
       previous = pendingTs(i)
       out.varint(pendingAggregate(i))
-      out.long(pendingInput(i))
+      if (aggregates(pendingAggregate(i)).takesBytes) LiveWindow.writeBytes(out, pendingBytes(i))
+      else out.long(pendingInput(i))
       i += 1
     }
     out.checksum()
@@ -365,8 +417,9 @@ object LiveWindow {
   val DistinctTag: Byte = 3
   val PercentileTag: Byte = 4
   val MomentsTag: Byte = 5
+  val TopKTag: Byte = 6
   private val FamilyNames = Map(CountTag -> "count", SumTag -> "sum", DistinctTag -> "distinct",
-    PercentileTag -> "percentile", MomentsTag -> "moments")
+    PercentileTag -> "percentile", MomentsTag -> "moments", TopKTag -> "top_k")
 
   private[core] def newAlert(a: LiveAggregate, isAbove: Boolean = false,
       isBelow: Boolean = true): CertifiedAlert =
@@ -379,7 +432,7 @@ object LiveWindow {
 
   private[core] def length(in: ByteReader): Int = {
     val n = in.varint()
-    if (n < 0 || n > Int.MaxValue) throw new CorruptSketchException("invalid length")
+    if (n < 0 || n > in.remaining) throw new CorruptSketchException("invalid length")
     n.toInt
   }
 
@@ -442,6 +495,7 @@ object LiveWindow {
     val ts = new Array[Long](size)
     val which = new Array[Int](size)
     val inputs = new Array[Long](size)
+    val items = new Array[Array[Byte]](size)
     var previous = lastTick
     var i = 0
     while (i < n) {
@@ -458,8 +512,9 @@ object LiveWindow {
       }
       ts(i) = next
       which(i) = aggregate.toInt
-      inputs(i) = in.long()
-      if (!aggregates(which(i)).validInput(inputs(i))) {
+      if (aggregates(which(i)).takesBytes) items(i) = Array.fill(length(in))(in.byte())
+      else inputs(i) = in.long()
+      if (!aggregates(which(i)).takesBytes && !aggregates(which(i)).validInput(inputs(i))) {
         throw new CorruptSketchException(s"invalid pending input of ${aggregates(which(i)).family}")
       }
       previous = next
@@ -467,7 +522,7 @@ object LiveWindow {
     }
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live window state")
     new LiveWindow(window, every, aggregates, slides, alerts, lastTick, hasTick, lastWasEmpty, ts, which,
-      inputs, n.toInt)
+      inputs, items, n.toInt)
   }
 
   /** An aggregate as a state records it: family, parameters, thresholds and alert states. */

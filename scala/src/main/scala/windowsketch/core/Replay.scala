@@ -232,12 +232,17 @@ object Replay {
         case "distinct" => LiveDistinctAggregate(p)
         case "percentile" => LivePercentileAggregate(p, parts.drop(2).map(_.toDouble).toSeq)
         case "moments" => LiveMomentsAggregate(p)
+        case "top_k" => LiveTopKAggregate(p.toInt)
       }
     }
     val live = if (state.isEmpty) new LiveWindow(window, every, specs)
       else LiveWindow.fromBytes(window, every, specs, state)
     val in = ByteBuffer.wrap(inputs)
-    while (in.hasRemaining) live.add(in.getLong(), in.getLong().toInt, in.getLong())
+    while (in.hasRemaining) {
+      val (ts, i, input) = (in.getLong(), in.getLong().toInt, in.getLong())
+      if (specs(i).takesBytes) live.addBytes(ts, i, ByteBuffer.allocate(8).putLong(input).array())
+      else live.add(ts, i, input)
+    }
     val lines = new StringBuilder
     live.advance(upTo, { tick =>
       lines ++= tick.toString
@@ -248,6 +253,8 @@ object Replay {
           case s: LiveSumSlide => s"${s.histogram.estimate},${s.histogram.lowerBound},${s.histogram.upperBound}"
           case s: LiveDistinctSlide => s.sketch.registerSums.toString
           case s: LivePercentileSlide => Option(s.answer).fold("null")(_.mkString(","))
+          case s: LiveTopKSlide =>
+            s.answer.map(c => s"${ByteBuffer.wrap(c.item).getLong()}:${c.estimate}").mkString(",")
           case s: LiveMomentsSlide =>
             val m = s.answer
             Seq(m.avg, m.variance(true)).map(a => Option(a).fold("null")(_.mkString(","))).mkString(";")

@@ -595,6 +595,9 @@ private[core] final class ByteReader(bytes: Array[Byte], end: Int) {
 
   def atEnd: Boolean = pos == end
 
+  /** Bytes left to read. */
+  def remaining: Int = end - pos
+
   def skip(n: Int): Unit = { if (pos + n > end) throw new CorruptSketchException("truncated"); pos += n }
 
   def byte(): Byte = {

@@ -413,6 +413,33 @@ final class OrderedTopK(val window: Long) extends TopKWindow {
     if (now > 0) { counts.put(key, now); ranked.add((now, key)) } else counts.remove(key)
   }
 
+  /** True when the window holds no row with an item. */
+  def isEmpty: Boolean = rowTimes.isEmpty
+
+  /**
+   * The state as a live window stores it: whether a row was seen and now, then the
+   * window's rows oldest first, each its time (the first as its age from now, the others
+   * as steps forward) and its item (a varint length and the bytes).
+   */
+  private[core] def writeTo(out: ByteWriter): Unit = {
+    out.byte(if (seenAny) 1 else 0)
+    out.long(nowTs)
+    out.varint(rowTimes.size)
+    val times = rowTimes.iterator
+    val items = rowItems.iterator
+    var previous = 0L
+    var first = true
+    while (times.hasNext) {
+      val t = times.next().longValue
+      out.varint(if (first) nowTs - t else t - previous)
+      val item = items.next().bytes
+      out.varint(item.length)
+      item.foreach(b => out.byte(b))
+      previous = t
+      first = false
+    }
+  }
+
   /** The `k` most frequent items of the window, exact: estimate = lower = upper. */
   def top(k: Int): Array[ItemCount] = {
     val out = new ArrayBuffer[ItemCount](k)
@@ -426,6 +453,41 @@ final class OrderedTopK(val window: Long) extends TopKWindow {
 }
 
 object OrderedTopK {
+  /**
+   * Reads [[OrderedTopK.writeTo]]: rows in time order, each inside the window ending at
+   * now, at most 2^24 of them.
+   */
+  private[core] def readFrom(window: Long, in: ByteReader): OrderedTopK = {
+    val o = new OrderedTopK(window)
+    val hasTime = in.byte() match {
+      case 0 => false
+      case 1 => true
+      case other => throw new CorruptSketchException(s"unknown top-k flags $other")
+    }
+    val now = in.long()
+    val n = in.varint()
+    if (n < 0 || n > SlidingQuantiles.MaxValues || n > in.remaining || (!hasTime && n != 0)) {
+      throw new CorruptSketchException(s"invalid top-k row count $n")
+    }
+    var previous = 0L
+    var i = 0
+    while (i < n) {
+      val step = in.varint()
+      val t = if (i == 0) now - step else previous + step
+      if (step < 0 || (i == 0 && java.lang.Long.compareUnsigned(step, window) >= 0) ||
+          (i > 0 && (t < previous || t > now))) {
+        throw new CorruptSketchException(s"invalid top-k row $i")
+      }
+      val size = in.varint()
+      if (size < 0 || size > in.remaining) throw new CorruptSketchException(s"invalid top-k row $i")
+      o.add(t, Array.fill(size.toInt)(in.byte())) // in time order: each moves now up to t
+      previous = t
+      i += 1
+    }
+    if (hasTime) o.advanceTo(now)
+    o
+  }
+
   private val RankOrder: java.util.Comparator[(Long, ItemKey)] =
     new java.util.Comparator[(Long, ItemKey)] {
       def compare(x: (Long, ItemKey), y: (Long, ItemKey)): Int =

@@ -3,17 +3,19 @@ package windowsketch.spark
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import org.apache.spark.sql.{Column, DataFrame, Row}
+import org.apache.spark.sql.catalyst.CatalystTypeConverters
 import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
 import org.apache.spark.sql.types._
 
-import org.apache.spark.sql.windowsketch.DistinctEstimator
+import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec}
 import windowsketch.core._
 
 /**
  * One aggregate of [[SlidingWindow]]: a family applied to a column, named in the output.
  * Build them with [[LiveColumn.count]], [[LiveColumn.sum]], [[LiveColumn.distinct]],
- * [[LiveColumn.percentile]] and [[LiveColumn.moments]]; rename with [[as]]; add alerts to a count or sum with
+ * [[LiveColumn.percentile]], [[LiveColumn.moments]] and [[LiveColumn.topK]]; rename with [[as]]; add
+ * alerts to a count or sum with
  * [[alertAbove]] and [[alertBelow]].
  */
 final case class LiveColumn private (
@@ -24,7 +26,8 @@ final case class LiveColumn private (
     percentages: Seq[Double] = Nil,
     singlePercentage: Boolean = false,
     above: Option[Long] = None,
-    below: Option[Long] = None) {
+    below: Option[Long] = None,
+    k: Int = 0) {
   def as(alias: String): LiveColumn = copy(name = alias)
 
   /**
@@ -68,6 +71,12 @@ object LiveColumn {
    * stddev_samp), each DOUBLE, NULL as Spark's.
    */
   def moments(x: Column, eps: Double = 0.01): LiveColumn = LiveColumn("moments", x, "moments", eps)
+
+  /**
+   * The `k` most frequent values of `x` (BOOLEAN, numeric, STRING, DATE or TIMESTAMP), with
+   * their exact counts: ARRAY<STRUCT<item, count>>, ordered by count, ties by item.
+   */
+  def topK(x: Column, k: Int): LiveColumn = LiveColumn("top_k", x, "top_k", 0.01, k = k)
 }
 
 /**
@@ -76,7 +85,8 @@ object LiveColumn {
  * aggregate over the window ending at T, final because every row at or before T that is
  * not late has arrived. The tick rules are `sliding_counts`': a key emits while some
  * aggregate's window holds inputs, then one last row (counts and sums 0, distinct 0,
- * percentiles and moments NULL), and its state is dropped once nothing of it is pending.
+ * percentiles and moments NULL, top-k empty), and its state is dropped once nothing of it
+ * is pending.
  *
  * Each family brings its in-order structure from `windowsketch.core` (the exponential
  * histogram, the sum histogram, the sliding HyperLogLog, the percentiles' window, the
@@ -95,18 +105,21 @@ object SlidingWindow {
     def input(c: LiveColumn, dataType: DataType): Column
     /** The input of row `r` at `i` (not NULL) in the slide's encoding. */
     def encode(r: Row, i: Int): Long
-    def outputType(c: LiveColumn): DataType
+    /** Its inputs are items, given to the slide as bytes by [[encodeBytes]]. */
+    def takesBytes: Boolean = false
+    def encodeBytes(c: LiveColumn, dataType: DataType): (Row, Int) => Array[Byte] = null
+    def outputType(c: LiveColumn, dataType: DataType): DataType
     /** Reads the aggregate's answer off its slide (and alert, if any) at a tick, as a Spark value. */
-    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any
+    def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any
   }
 
   /** Counts and sums: STRUCT(estimate, lower, upper), then a crossing field per threshold. */
   private trait BoundedFamily extends Family {
     override def bounded: Boolean = true
-    def outputType(c: LiveColumn): DataType = StructType(
+    def outputType(c: LiveColumn, dataType: DataType): DataType = StructType(
       Seq("estimate", "lower", "upper").map(StructField(_, LongType, nullable = false)) ++
         c.above.map(_ => StructField("above", StringType)) ++ c.below.map(_ => StructField("below", StringType)))
-    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any = {
+    def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
       val (above, below) = (c.above.isDefined, c.below.isDefined)
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: BoundedSlide, alert) =>
@@ -150,8 +163,8 @@ object SlidingWindow {
     // Spark's own hash and seed, as approx_count_distinct: the same registers.
     def input(c: LiveColumn, dataType: DataType): Column = when(c.input.isNotNull, xxhash64(c.input))
     def encode(r: Row, i: Int): Long = r.getLong(i)
-    def outputType(c: LiveColumn): DataType = LongType
-    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any = {
+    def outputType(c: LiveColumn, dataType: DataType): DataType = LongType
+    def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
       val estimator = new DistinctEstimator(c.eps)
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LiveDistinctSlide, _) =>
@@ -169,9 +182,9 @@ object SlidingWindow {
       case other => refuse(c, s"must be numeric, got ${other.sql}")
     }
     def encode(r: Row, i: Int): Long = java.lang.Double.doubleToRawLongBits(r.getDouble(i))
-    def outputType(c: LiveColumn): DataType =
+    def outputType(c: LiveColumn, dataType: DataType): DataType =
       if (c.singlePercentage) DoubleType else ArrayType(DoubleType, containsNull = false)
-    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any = {
+    def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
       val single = c.singlePercentage
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LivePercentileSlide, _) =>
@@ -196,8 +209,8 @@ object SlidingWindow {
       }
       java.lang.Double.doubleToRawLongBits(d)
     }
-    def outputType(c: LiveColumn): DataType = StructType(Statistics.map(StructField(_, DoubleType)))
-    def reader(c: LiveColumn): (LiveSlide, CertifiedAlert) => Any = {
+    def outputType(c: LiveColumn, dataType: DataType): DataType = StructType(Statistics.map(StructField(_, DoubleType)))
+    def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LiveMomentsSlide, _) =>
           val m = s.answer
@@ -209,9 +222,37 @@ object SlidingWindow {
     }
   }
 
+  private object TopKFamily extends Family {
+    def aggregate(c: LiveColumn): LiveAggregate = LiveTopKAggregate(c.k)
+    def input(c: LiveColumn, dataType: DataType): Column = {
+      if (!ItemCodec.supported(dataType)) {
+        refuse(c, s"must be BOOLEAN, numeric, STRING, DATE or TIMESTAMP, got ${dataType.sql}")
+      }
+      c.input
+    }
+    def encode(r: Row, i: Int): Long = throw new UnsupportedOperationException("top_k takes items")
+    override def takesBytes: Boolean = true
+    override def encodeBytes(c: LiveColumn, dataType: DataType): (Row, Int) => Array[Byte] = {
+      val toCatalyst = CatalystTypeConverters.createToCatalystConverter(dataType)
+      (r, i) => ItemCodec.encode(toCatalyst(r.get(i)), dataType)
+    }
+    def outputType(c: LiveColumn, dataType: DataType): DataType = ArrayType(StructType(Seq(
+      StructField("item", dataType, nullable = false),
+      StructField("count", LongType, nullable = false))), containsNull = false)
+    def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
+      val itemType = dataType
+      val toScala = CatalystTypeConverters.createToScalaConverter(itemType)
+      val read: (LiveSlide, CertifiedAlert) => Any = {
+        case (s: LiveTopKSlide, _) =>
+          s.answer.toSeq.map(a => Row(toScala(ItemCodec.decode(a.item, itemType)), a.estimate))
+      }
+      read
+    }
+  }
+
   private val Families: Map[String, Family] = Map(
     "count" -> CountFamily, "sum" -> SumFamily, "distinct" -> DistinctFamily,
-    "percentile" -> PercentileFamily, "moments" -> MomentsFamily)
+    "percentile" -> PercentileFamily, "moments" -> MomentsFamily, "top_k" -> TopKFamily)
 
   private def refuse(c: LiveColumn, problem: String): Nothing =
     throw new IllegalArgumentException(s"$Name: ${c.family} `${c.name}`: its column $problem")
@@ -259,10 +300,16 @@ object SlidingWindow {
       catch { case e: IllegalArgumentException => throw new IllegalArgumentException(
         s"$Name: ${c.family} `${c.name}`: ${e.getMessage.stripPrefix("requirement failed: ")}") }
     }.toIndexedSeq
-    val outFields = aggregates.zip(families).map { case (c, f) => StructField(c.name, f.outputType(c)) }
+    val types = aggregates.map(c => in.typeOf(c.input))
+    val outFields = aggregates.zip(families).zip(types).map { case ((c, f), t) =>
+      StructField(c.name, f.outputType(c, t))
+    }
+    val itemEncoders = aggregates.zip(families).zip(types).map { case ((c, f), t) =>
+      if (f.takesBytes) f.encodeBytes(c, t) else null
+    }.toArray
     val (time, first, states, count) = (in.timeIndex, in.firstExtra, in.states, aggregates.length)
     val familyArray = families.toArray
-    val readers = aggregates.zip(families).map { case (c, f) => f.reader(c) }.toArray
+    val readers = aggregates.zip(families).zip(types).map { case ((c, f), t) => f.reader(c, t) }.toArray
     in.run(inputs, outFields) { (key, rows, bytes, upTo, out) =>
       val live = bytes.fold(new LiveWindow(axisWindow, axisEvery, specs)) { b =>
         states.read(key, "live window")(LiveWindow.fromBytes(axisWindow, axisEvery, specs, b))
@@ -271,7 +318,10 @@ object SlidingWindow {
         val t = r.getLong(time)
         var i = 0
         while (i < count) {
-          if (!r.isNullAt(first + i)) live.add(t, i, familyArray(i).encode(r, first + i))
+          if (!r.isNullAt(first + i)) {
+            if (itemEncoders(i) != null) live.addBytes(t, i, itemEncoders(i)(r, first + i))
+            else live.add(t, i, familyArray(i).encode(r, first + i))
+          }
           i += 1
         }
       }
@@ -292,7 +342,7 @@ object SlidingWindow {
    * `{"key": [...], "ts": ..., "window": ..., "every": ..., "lateness": ... or null,
    * "aggregates": [{"family", "name", "input" (a column of `events`), "eps",
    * "percentages" (for percentile), "single" (one percentage: a DOUBLE result), "above" and
-   * "below" (alert thresholds of a count or sum, or null)}]}`.
+   * "below" (alert thresholds of a count or sum, or null), "k" (for top_k)}]}`.
    */
   def fromJson(events: DataFrame, json: String): DataFrame = {
     val spec = new ObjectMapper().readTree(json)
@@ -305,7 +355,8 @@ object SlidingWindow {
     val aggregates = items(spec.get("aggregates")).map { a =>
       LiveColumn(text(a, "family"), col(text(a, "input")), text(a, "name"), text(a, "eps").toDouble,
         items(a.get("percentages")).map(_.asDouble),
-        Option(a.get("single")).exists(_.asBoolean), threshold(a, "above"), threshold(a, "below"))
+        Option(a.get("single")).exists(_.asBoolean), threshold(a, "above"), threshold(a, "below"),
+        Option(a.get("k")).filter(!_.isNull).map(_.asInt).getOrElse(0))
     }
     apply(events, items(spec.get("key")).map(_.asText), text(spec, "ts"),
       text(spec, "window"), text(spec, "every"), aggregates,
