@@ -983,7 +983,8 @@ def live_queries(events) -> dict:
     from windowsketch.streaming import sliding_counts, sliding_window
 
     families = {"count": live.count(F.lit(True)), "sum": live.sum("x"),
-                "distinct": live.distinct("x"), "p50 and p99": live.percentile("x", [0.5, 0.99])}
+                "distinct": live.distinct("x"), "p50 and p99": live.percentile("x", [0.5, 0.99]),
+                "moments": live.moments("x"), "top 3": live.top_k("x", 3)}
 
     def window(*names):
         return (sliding_window(events, "key", "ts", "1 hour", "1 minute",
