@@ -43,14 +43,16 @@ KINDS = ["zipf", "uniform", "flood", "ties", "distinct"]
 
 
 def answers(packed, rows, k=K):
-    """Per output: (listed [(item, estimate, lower, upper)], effective eps)."""
-    width = 2 + 4 * k
+    """Per output: (listed [(item, estimate, lower, upper)], effective eps); the sketch's
+    invariant, checked on some rows, must hold on each."""
+    width = 3 + 4 * k
     values = np.frombuffer(bytes(packed), dtype=">i8").reshape(rows, width)
+    assert (values[:, -1] == 1).all(), "the sketch's invariant broke"
     out = []
     for row in values:
         m = int(row[0])
         listed = [tuple(int(x) for x in row[1 + 4 * j: 5 + 4 * j]) for j in range(m)]
-        out.append((listed, struct.unpack(">d", struct.pack(">q", int(row[-1])))[0]))
+        out.append((listed, struct.unpack(">d", struct.pack(">q", int(row[-2])))[0]))
     return out
 
 

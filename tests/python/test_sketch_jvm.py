@@ -414,14 +414,17 @@ TOP_K_ITEMS = {
 }
 
 
-@pytest.mark.parametrize("spark_type", sorted(TOP_K_ITEMS))
-def test_top_k_sketches_answer_and_merge_as_sql_does(spark, spark_type):
+@pytest.mark.parametrize("spark_type, window, eps", [
+    *((t, 400, 0.2) for t in sorted(TOP_K_ITEMS)),
+    ("string", 3000, 0.5),  # nodes of 3 counts: merges prune on every collapse
+])
+def test_top_k_sketches_answer_and_merge_as_sql_does(spark, spark_type, window, eps):
     """Per-key top-k sketches built in SQL: the reader's lists equal
     window_top_k_sketch_estimate's for every as_of and sub-window tried (items typed in
     Python, their CAST AS STRING in SQL), and its merge of the keys' sketches writes
     window_top_k_sketch_merge's bytes."""
-    rng = np.random.default_rng(zlib.crc32(spark_type.encode()))
-    n, window, eps = 3000, 400, 0.2
+    rng = np.random.default_rng(zlib.crc32(f"{spark_type} {eps}".encode()))
+    n = 3000
     items = TOP_K_ITEMS[spark_type](rng, n)
     rows = [(int(k), int(t), None if rng.random() < 0.05 else x)
             for k, t, x in zip(rng.integers(0, 4, n), rng.integers(0, 3 * window, n), items)]

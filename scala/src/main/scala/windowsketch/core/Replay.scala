@@ -463,7 +463,8 @@ object Replay {
    * [[SlidingTopK]]. `items` a big-endian long per row (the item is its 8 bytes), `present`
    * a byte per row (0: NULL). Per row, as big-endian longs: how many items are listed
    * (m <= k), then k entries of (item, estimate, lower, upper), the last k - m zeros, then
-   * the effective eps's bits.
+   * the effective eps's bits and 1 if the sketch's invariant holds (checked every 16th row
+   * and on the last, for the sketch only).
    */
   def topKPerRow(window: Long, eps: Double, k: Int, ordered: Boolean, timestamps: Array[Byte],
       items: Array[Byte], present: Array[Byte]): Array[Byte] = {
@@ -471,7 +472,7 @@ object Replay {
     val exact = if (ordered) new OrderedTopK(window) else null
     val t = ByteBuffer.wrap(timestamps)
     val v = ByteBuffer.wrap(items)
-    val out = ByteBuffer.allocate(present.length * 8 * (2 + 4 * k))
+    val out = ByteBuffer.allocate(present.length * 8 * (3 + 4 * k))
     var i = 0
     while (i < present.length) {
       val ts = t.getLong()
@@ -480,6 +481,8 @@ object Replay {
       else { if (present(i) != 0) sketch.add(ts, item) else sketch.advanceTo(ts) }
       putTop(out, if (ordered) exact.top(k) else sketch.top(k), k)
       out.putLong(java.lang.Double.doubleToLongBits(if (ordered) 0.0 else sketch.effectiveEps))
+      out.putLong(if (ordered || (i % 16 != 15 && i != present.length - 1)) 1L
+        else { sketch.compress(); if (sketch.checkInvariant().isEmpty) 1L else 0L })
       i += 1
     }
     out.array()
@@ -511,10 +514,12 @@ object Replay {
   /** The top `k` of `s`'s windows ending at `end` of each length in `lengths`. */
   def topKAnswers(s: SlidingTopK, end: Long, lengths: Array[Byte], k: Int): Array[Byte] = {
     val l = ByteBuffer.wrap(lengths)
-    val out = ByteBuffer.allocate(lengths.length / 8 * 8 * (2 + 4 * k))
+    val out = ByteBuffer.allocate(lengths.length / 8 * 8 * (3 + 4 * k))
     while (l.hasRemaining) {
       putTop(out, s.topAt(end, l.getLong(), k), k)
       out.putLong(java.lang.Double.doubleToLongBits(s.effectiveEps))
+      s.compress()
+      out.putLong(if (s.checkInvariant().isEmpty) 1L else 0L)
     }
     out.array()
   }
