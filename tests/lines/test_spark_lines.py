@@ -47,13 +47,15 @@ TESTED_PYSPARK = {"3.5": "3.5.9", "4.0": "4.0.5", "4.1": "4.1.4", "4.2": "4.2.1"
 
 # What runs where. Everything that touches Spark runs on every line. The core (Scala with
 # no Spark in it) and the two-executor cluster run on 3.5, the other Scala; the main run
-# covers them on Scala 2.13. The demo command runs in step 4; the benchmark harness and
-# mypy (the same sources on every line) are tools of the main line, not tests of a line.
+# covers them on Scala 2.13. The demo command runs in step 4; the benchmark harness, mypy
+# and the documentation site (the same sources on every line) are tools of the main line,
+# not tests of a line.
 _SPARK_FACING = [
     "tests/spark", "tests/python",
     "--deselect", "tests/python/test_benchmarks.py::test_quick_benchmark_writes_report_csv_and_plots",
     "--deselect", "tests/python/test_cli.py::test_demo_command_runs_end_to_end",
-    "--deselect", "tests/python/test_typing.py::test_mypy_strict_is_clean_on_the_package"]
+    "--deselect", "tests/python/test_typing.py::test_mypy_strict_is_clean_on_the_package",
+    "--deselect", "tests/python/test_docs_site.py"]
 _SCALA_213 = [
     "--deselect", "tests/spark/test_local_cluster.py::test_group_by_across_executor_processes",
     "--deselect", "tests/python/test_shell.py::test_sql_example_prints_expected_rows[retail_moving_sums.sql]"]

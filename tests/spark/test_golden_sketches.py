@@ -170,7 +170,7 @@ def test_a_capped_sketch_holds_the_bound_at_its_effective_eps(spark, golden_answ
     capped = _scala_object(spark, "windowsketch.core.SketchFormat").deserialize(
         load_golden("node_cap"))
     effective = capped.effectiveEps()
-    assert effective == 0.0016  # eps' doubled four times: what README states
+    assert effective == 0.0016  # eps' doubled four times: what docs/index.md states
     recorded = golden_answers["sketches"]["node_cap"]
     assert_answers_hold(spark, recorded, "node_cap", SKETCHES["node_cap"].source, "10000000",
                         effective)

@@ -137,7 +137,7 @@ def test_peers_and_frames_count_exactly(spark, frame, expected):
 
 
 def test_sliding_rows_frame_matches_brute_force(spark, events_table):
-    """README: a sliding frame is correct (if slow): the count in the sketch's window
+    """The window-frames guide: a sliding frame is correct (if slow): the count in the sketch's window
     among the frame's rows, ending at the frame's newest pos."""
     eps, window, frame = 0.05, 400, 600
     rows = spark.sql(f"""

@@ -28,6 +28,7 @@ final case class LiveColumn private (
     above: Option[Long] = None,
     below: Option[Long] = None,
     k: Int = 0) {
+  /** The same aggregate, named `alias` in the output (by default, its family's name). */
   def as(alias: String): LiveColumn = copy(name = alias)
 
   /**
