@@ -72,7 +72,7 @@ assert set(SUITES) == set(TESTED_PYSPARK) == {line.line for line in LINES}
 STEPS = ("wheel", "suite", "refused", "source")
 # Each line runs every test function, with at most this many of its parametrizations (a
 # different share on each line, conftest.py); the main line runs every case.
-PARAMS_PER_TEST = 3
+PARAMS_PER_TEST = 1
 assert set(EXPECTED_SKIPS) == set(SUITES)
 
 #: Per line, the suite's summary ("512 passed, 1 skipped in 250.3s"), for the report.
