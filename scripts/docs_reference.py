@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import textwrap
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,13 +60,8 @@ def section_of(name: str) -> str:
 
 
 def _dedent(text: str) -> str:
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
-    return "\n".join(line[indent:].rstrip() for line in lines)
+    """`text` without its common indentation, blank lines at either end or trailing spaces."""
+    return "\n".join(line.rstrip() for line in textwrap.dedent(text).strip("\n").splitlines())
 
 
 def sql_reference(spark: Any) -> str:
