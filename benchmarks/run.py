@@ -613,11 +613,11 @@ def distinct_group_by(spark, sizes, report):
     report.table(
         f"Distinct values, GROUP BY over {sizes.group_rows:,} rows",
         ["keys", "rows per key", "query", "seconds", "÷ approx_window_count_distinct"], lines,
-        "rsd 0.05 (m = 512 registers) for both; best of 3 runs each. Each of our sketches has "
-        "per-register arrays (about 10 KB at m = 512) and its partial aggregates are serialized, where "
-        "approx_count_distinct keeps 52 longs inside Spark's hash-aggregation row: with many "
-        "keys of few rows that fixed cost per sketch dominates (JFR: allocation, "
-        "serialization and Spark's sort-based fallback of object aggregates).")
+        "rsd 0.05 (m = 512 registers) for both; best of 3 runs each. Our sketches are objects "
+        "whose partial aggregates are serialized (a sketch of few values in the sparse kind), "
+        "where approx_count_distinct keeps 52 longs inside Spark's hash-aggregation row: with "
+        "many keys of few rows, Spark's sort-based fallback of object aggregates is about half "
+        "of our time (JFR).")
 
 
 def distinct_state(spark, sizes, report):

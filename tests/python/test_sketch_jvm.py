@@ -298,14 +298,19 @@ def test_sql_merge_of_stored_sketches_in_one_partition_equals_pythons(spark, ske
     assert merged is not None and merged.to_bytes() == got
 
 
-@pytest.mark.parametrize("parts", [2, 7])
-def test_python_distinct_merges_write_the_jvms_bytes(sketches, parts):
+@pytest.mark.parametrize("parts, small", [(2, 0), (7, 0), (5, 30), (6, 3)])
+def test_python_distinct_merges_write_the_jvms_bytes(sketches, parts, small):
+    """Merges of dense and sparse sketches (kinds 3 and 7: `small` rows in every other
+    part, or every part) write what the JVM writes, in the kind it picks."""
     rng = np.random.default_rng(parts)
-    blobs = [distinct_blob(sketches, 0, 3000, 2000, 10**5 * (1 + p % 3), 10**5, 0.05, rng)
+    rows = [small if small and (p % 2 or small == 30) else 3000 for p in range(parts)]
+    blobs = [distinct_blob(sketches, 0, rows[p], 2000, 10**5 * (1 + p % 3), 10**5, 0.05, rng)
              for p in range(parts)]
     want = jvm_fold(sketches, blobs, distinct=True)
     merged = merge_column(blobs)
     assert merged is not None and merged.to_bytes() == want
+    kinds = {blob[2] for blob in blobs} | {want[2]}
+    assert kinds == ({7} if small == 30 else {3, 7} if small else {3}), kinds
     back = WindowSketch.from_bytes(want)
     for end, length in queries(back.now, 10**5, rng)[:30]:
         assert merged.estimate(as_of=end, sub_window=length) == \
@@ -496,10 +501,13 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
                *((blob, *counts) for blob in partials(sketches, 62, 2, 600, 1000, 0.1, 3000)),
                (distinct_blob(sketches, 63, 300, 100, 500, 100, 0.3), fmt.deserializeDistinct,
                 fmt.serializeDistinct, DistinctSketch),
+               (distinct_blob(sketches, 64, 60, 10**6, 500, 400, 0.05), fmt.deserializeDistinct,
+                fmt.serializeDistinct, DistinctSketch),
                (bytes(fmt.serializeMoments(moments)), fmt.deserializeMoments,
                 fmt.serializeMoments, MomentsSketch),
                (bytes(fmt.serializeTopK(top_k)), fmt.deserializeTopK, fmt.serializeTopK,
                 TopKSketch)]
+    assert {3, 7} <= {source[0][2] for source in sources}, "both distinct kinds"
     verdicts = {"refused": 0, "read": 0}
     for trial in range(1500):
         source, read, write, family = sources[trial % len(sources)]

@@ -460,7 +460,7 @@ class WindowSketch:
         w = _Writer()
         w.byte(_MAGIC)
         w.byte(_VERSION)
-        w.byte(self._kind)
+        w.byte(self._written_kind())
         w.varint(self._window)
         w.double(self._eps)
         w.byte((_FLAG_HAS_TIME if self._has_time else 0)
@@ -468,6 +468,11 @@ class WindowSketch:
         w.long(self._now)
         self._write(w)
         return w.finish()
+
+    def _written_kind(self) -> int:
+        """The kind byte the body is written in: the kind read, unless a family has
+        several encodings of one state and picks by content (distinct counts)."""
+        return self._kind
 
     def _write(self, w: _Writer) -> None:
         """Writes the body after the header (the family's part)."""

@@ -1,6 +1,7 @@
-"""Distinct-count sketches (format kind 3): ``window_distinct_sketch``'s sliding
-HyperLogLog, read, queried with Spark's HyperLogLog++ estimate (the same numbers as
-``approx_count_distinct``), merged and written as the JVM does (SlidingHyperLogLog)."""
+"""Distinct-count sketches (format kinds 3 and 7, dense and sparse):
+``window_distinct_sketch``'s sliding HyperLogLog, read, queried with Spark's HyperLogLog++
+estimate (the same numbers as ``approx_count_distinct``), merged and written as the JVM
+does (SlidingHyperLogLog, SketchFormat.serializeDistinct)."""
 from __future__ import annotations
 
 import math
@@ -13,6 +14,7 @@ from windowsketch.sketch._base import (_DOUBLE, _LONG, _LONG_MIN, _MASK64, AsOf,
                                        _unsigned, _varint_at, _Writer, register_family)
 
 _KIND_DISTINCT = 3
+_KIND_DISTINCT_SPARSE = 7
 _MIN_RSD = 0.01
 _MAX_RSD = 0.39
 
@@ -27,7 +29,9 @@ class DistinctSketch(WindowSketch):
     _registers: list[list[tuple[int, int]]]
 
     _family: ClassVar[str] = "a distinct-count sketch (window_distinct_sketch)"
-    _kind_names: ClassVar[dict[int, str]] = {_KIND_DISTINCT: "distinct"}
+    # One family, two encodings of the same state: the writer picks the shorter.
+    _kind_names: ClassVar[dict[int, str]] = {_KIND_DISTINCT: "distinct",
+                                             _KIND_DISTINCT_SPARSE: "distinct"}
     _parameter_name: ClassVar[str] = "rsd"
 
     @property
@@ -41,54 +45,75 @@ class DistinctSketch(WindowSketch):
         self._read_distinct(r)
 
     def _read_distinct(self, r: _Reader) -> None:
-        p = _precision(self._eps)
-        max_rank = 65 - p
-        now, window, has_time = self._now, self._window, self._has_time
-        max_age = (now - _LONG_MIN) & _MASK64
-        registers: list[list[tuple[int, int]]] = []
-        # Inlined as in _read_dyadic. Ages stay within max_age, so now - age never wraps.
+        m = 1 << _precision(self._eps)
+        registers: list[list[tuple[int, int]]] = [[] for _ in range(m)]
+        # Inlined as in _read_dyadic: one byte per register count in the dense kind.
         data, end, pos = r.data, r.end, r.pos
-        for j in range(1 << p):
-            if pos < end and data[pos] < 0x80:
-                n = data[pos]
-                pos += 1
-            else:
+        if self._kind == _KIND_DISTINCT_SPARSE:
+            held, pos = _varint_at(r, pos)
+            if held < 0 or held > m:
+                raise InvalidSketchBytes(f"invalid register count {held}")
+            j = -1
+            for _ in range(held):
+                gap, pos = _varint_at(r, pos)
+                j += gap + 1
+                if j < 0 or j >= m:
+                    raise InvalidSketchBytes(f"invalid register {j}")
                 n, pos = _varint_at(r, pos)
-            if n == 0:
-                registers.append([])
-                continue
-            if n < 0 or n > max_rank or not has_time:
-                raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
-            pairs: list[tuple[int, int]] = []  # newest first while reading
-            age = 0
-            previous_rank = 0
-            for i in range(n):
+                if n < 1:
+                    raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
+                registers[j], pos = self._read_pairs(r, pos, j, n)
+        else:
+            for j in range(m):
                 if pos < end and data[pos] < 0x80:
-                    step = data[pos]
+                    n = data[pos]
                     pos += 1
                 else:
-                    step, pos = _varint_at(r, pos)
-                    step &= _MASK64
-                if i > 0 and step == 0:
-                    raise InvalidSketchBytes(f"pairs out of order in register {j}")
-                age += step
-                if age > max_age:
-                    raise InvalidSketchBytes("timestamps out of range")
-                if age >= window:
-                    raise InvalidSketchBytes(f"a pair of register {j} lies outside the window")
-                if pos >= end:
-                    raise InvalidSketchBytes("truncated")
-                rank = data[pos]
-                rank = rank - 256 if rank > 127 else rank
-                pos += 1
-                if rank < 1 or rank > max_rank or (i > 0 and rank <= previous_rank):
-                    raise InvalidSketchBytes(f"invalid rank {rank} in register {j}")
-                pairs.append((now - age, rank))
-                previous_rank = rank
-            pairs.reverse()  # oldest first, as the JVM keeps them
-            registers.append(pairs)
+                    n, pos = _varint_at(r, pos)
+                if n > 0:
+                    registers[j], pos = self._read_pairs(r, pos, j, n)
+                elif n < 0:
+                    raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
         r.pos = pos
         self._registers = registers
+
+    def _read_pairs(self, r: _Reader, pos: int, j: int,
+                    n: int) -> tuple[list[tuple[int, int]], int]:
+        """Register j's n (> 0) pairs from ``pos``, oldest first, and the position after."""
+        max_rank = 65 - _precision(self._eps)
+        if n > max_rank or not self._has_time:
+            raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
+        now, window = self._now, self._window
+        max_age = (now - _LONG_MIN) & _MASK64  # ages stay within it: now - age never wraps
+        data, end = r.data, r.end
+        pairs: list[tuple[int, int]] = []  # newest first while reading
+        age = 0
+        previous_rank = 0
+        for i in range(n):
+            if pos < end and data[pos] < 0x80:
+                step = data[pos]
+                pos += 1
+            else:
+                step, pos = _varint_at(r, pos)
+                step &= _MASK64
+            if i > 0 and step == 0:
+                raise InvalidSketchBytes(f"pairs out of order in register {j}")
+            age += step
+            if age > max_age:
+                raise InvalidSketchBytes("timestamps out of range")
+            if age >= window:
+                raise InvalidSketchBytes(f"a pair of register {j} lies outside the window")
+            if pos >= end:
+                raise InvalidSketchBytes("truncated")
+            rank = data[pos]
+            rank = rank - 256 if rank > 127 else rank
+            pos += 1
+            if rank < 1 or rank > max_rank or (i > 0 and rank <= previous_rank):
+                raise InvalidSketchBytes(f"invalid rank {rank} in register {j}")
+            pairs.append((now - age, rank))
+            previous_rank = rank
+        pairs.reverse()  # oldest first, as the JVM keeps them
+        return pairs, pos
 
     def estimate(self, as_of: AsOf | None = None, sub_window: SubWindow | None = None) -> int:
         """The approximate number of distinct values in the window of length ``sub_window``
@@ -140,16 +165,47 @@ class DistinctSketch(WindowSketch):
             merged.append(frontier)
         self._registers = merged
 
+    def _written_kind(self) -> int:
+        inside = self._inside()
+        m = len(inside)
+        # The sparse kind's register gaps and counts against the dense kind's byte a
+        # register (counts are below 128): the shorter wins, dense on a tie.
+        sparse_bytes = _varint_length(sum(1 for pairs in inside if pairs))
+        previous = -1
+        for j, pairs in enumerate(inside):
+            if pairs:
+                sparse_bytes += _varint_length(j - previous - 1) + 1
+                previous = j
+        return _KIND_DISTINCT_SPARSE if sparse_bytes < m else _KIND_DISTINCT
+
+    def _inside(self) -> list[list[tuple[int, int]]]:
+        """Per register, its pairs inside the window ending at now."""
+        now, window = self._now, self._window
+        return [[pair for pair in pairs if _unsigned(now - pair[0]) < window]
+                for pairs in self._registers]
+
     def _write(self, w: _Writer) -> None:
-        now = self._now
-        for pairs in self._registers:
-            inside = [pair for pair in pairs if _unsigned(now - pair[0]) < self._window]
-            w.varint(len(inside))
-            previous = now
-            for t, rank in reversed(inside):
+        inside = self._inside()
+        sparse = self._written_kind() == _KIND_DISTINCT_SPARSE
+        if sparse:
+            w.varint(sum(1 for pairs in inside if pairs))
+        previous_register = -1
+        for j, pairs in enumerate(inside):
+            if sparse:
+                if not pairs:
+                    continue
+                w.varint(j - previous_register - 1)
+                previous_register = j
+            w.varint(len(pairs))
+            previous = self._now
+            for t, rank in reversed(pairs):
                 w.varint(previous - t)
                 w.byte(rank)
                 previous = t
+
+
+def _varint_length(v: int) -> int:
+    return max(1, (v.bit_length() + 6) // 7)
 
 
 # -- HyperLogLog++ (Spark's approx_count_distinct estimate) ------------------------------

@@ -20,11 +20,13 @@ object SketchFormat {
   val KindMoments: Byte = 5
   /** Kind byte: the top-k dyadic nodes, each with its row count and item counts. */
   val KindTopK: Byte = 6
+  /** Kind byte: the sliding HyperLogLog of kind 3, only the registers holding pairs. */
+  val KindDistinctSparse: Byte = 7
 
   /** What each kind is, as users know it: for the error when a reader gets another kind. */
   private def describeKind(kind: Byte): String = kind match {
     case KindHistogram | KindDyadic => "a count sketch (window_sketch)"
-    case KindDistinct => "a distinct-count sketch (window_distinct_sketch)"
+    case KindDistinct | KindDistinctSparse => "a distinct-count sketch (window_distinct_sketch)"
     case KindQuantiles => "a percentile sketch (window_percentile_sketch)"
     case KindMoments => "a moments sketch (window_moments_sketch)"
     case KindTopK => "a top-k sketch (window_top_k_sketch)"
@@ -95,31 +97,74 @@ object SketchFormat {
   }
 
   /**
-   * A distinct-count sketch (kind 3): the header with `rsd` in the eps field, then per
-   * register its pairs newest first, each as the step back in time (from now for the first
-   * pair of every register) and its rank.
+   * A distinct-count sketch, in whichever of two kinds is shorter (kind 3 on a tie): the
+   * header with `rsd` in the eps field, then
+   *  - kind 3 (dense): per register, its pair count inside the window and its pairs;
+   *  - kind 7 (sparse): the number of registers holding pairs inside the window, then per
+   *    such register in ascending order the gap from the previous one (its index for the
+   *    first, else index - previous - 1), its pair count and its pairs.
+   * Pairs run newest first, each as the step back in time (from now for the first pair of
+   * every register) and its rank. Counts are below 128, one byte each, so the sparse form
+   * is shorter exactly when its register gaps and counts take fewer than m bytes.
    */
   def serializeDistinct(s: SlidingHyperLogLog): Array[Byte] = {
-    // A byte per register, then room to grow: counting the pairs first would cost a pass.
-    val out = header(KindDistinct, s.window, s.rsd, s.hasTime, s.microsecondTime, s.now,
-      2 * s.m)
+    val m = s.m
+    // Registers holding pairs inside the window, ascending: every register is scanned (a
+    // char each), the pairs only through slots.
+    val held = new Array[Int](s.slotCount)
+    var heldCount = 0
+    var sparseBytes = 0
+    var previousRegister = -1
     var j = 0
-    while (j < s.m) {
-      val first = s.firstInWindow(j)
-      val last = s.ends(j) - 1
-      out.varint(last - first + 1)
-      var previous = s.now
-      var i = last
-      while (i >= first) {
-        val t = s.times(j)(i)
-        out.varint(previous - t)
-        out.byte(s.ranks(j)(i))
-        previous = t
-        i -= 1
+    while (j < m && sparseBytes < m) {
+      val slot = s.slot(j)
+      if (slot >= 0 && s.firstInWindow(slot) < s.ends(slot)) {
+        held(heldCount) = slot
+        heldCount += 1
+        sparseBytes += ByteWriter.varintLength(j - previousRegister - 1) + 1
+        previousRegister = j
       }
       j += 1
     }
+    val sparse = j == m && ByteWriter.varintLength(heldCount) + sparseBytes < m
+    val out = header(if (sparse) KindDistinctSparse else KindDistinct, s.window, s.rsd,
+      s.hasTime, s.microsecondTime, s.now, 2 * m)
+    if (sparse) {
+      out.varint(heldCount)
+      previousRegister = -1
+      var k = 0
+      while (k < heldCount) {
+        val slot = held(k)
+        out.varint(s.slotRegister(slot) - previousRegister - 1)
+        previousRegister = s.slotRegister(slot)
+        writeDistinctPairs(out, s, slot)
+        k += 1
+      }
+    } else {
+      j = 0
+      while (j < m) {
+        val slot = s.slot(j)
+        if (slot < 0) out.byte(0) else writeDistinctPairs(out, s, slot)
+        j += 1
+      }
+    }
     finish(out)
+  }
+
+  /** A slot's pair count inside the window, then those pairs newest first. */
+  private def writeDistinctPairs(out: ByteWriter, s: SlidingHyperLogLog, slot: Int): Unit = {
+    val first = s.firstInWindow(slot)
+    val last = s.ends(slot) - 1
+    out.varint(last - first + 1)
+    var previous = s.now
+    var i = last
+    while (i >= first) {
+      val t = s.times(slot)(i)
+      out.varint(previous - t)
+      out.byte(s.ranks(slot)(i))
+      previous = t
+      i -= 1
+    }
   }
 
   /** Reads [[serializeDistinct]], validated like the count sketches. */
@@ -131,40 +176,63 @@ object SketchFormat {
     }
     val s = new SlidingHyperLogLog(h.window, h.eps)
     s.microsecondTime = h.microseconds
-    val maxAge = h.now - Long.MinValue
-    val maxRank = SlidingHyperLogLog.maxPairs(s.p)
-    var j = 0
-    while (j < s.m) {
-      val n = in.varint()
-      if (n < 0 || n > maxRank || (n > 0 && !h.hasTime)) {
-        throw new CorruptSketchException(s"invalid pair count $n in register $j")
+    if (h.kind == KindDistinctSparse) {
+      val held = in.varint()
+      if (held < 0 || held > s.m) {
+        throw new CorruptSketchException(s"invalid register count $held")
       }
-      // Most registers of a small sketch are empty: arrays only for those with pairs.
-      val times = if (n == 0) null else new Array[Long](math.max(4, n.toInt))
-      val ranks = if (n == 0) null else new Array[Byte](math.max(4, n.toInt))
-      var age = 0L
-      var i = n.toInt - 1
-      while (i >= 0) { // newest first: ages grow and ranks grow, strictly after the first
-        val step = in.varint()
-        if (i < n - 1 && step == 0) throw new CorruptSketchException(s"pairs out of order in register $j")
-        age = olderAge(age, step, maxAge)
-        if (java.lang.Long.compareUnsigned(age, h.window) >= 0) {
-          throw new CorruptSketchException(s"a pair of register $j lies outside the window")
-        }
-        val rank = in.byte()
-        if (rank < 1 || rank > maxRank || (i < n - 1 && rank <= ranks(i + 1))) {
-          throw new CorruptSketchException(s"invalid rank $rank in register $j")
-        }
-        times(i) = h.now - age
-        ranks(i) = rank
-        i -= 1
+      var j = -1L
+      var k = 0
+      while (k < held) {
+        j += in.varint() + 1
+        if (j < 0 || j >= s.m) throw new CorruptSketchException(s"invalid register $j")
+        val n = in.varint()
+        if (n < 1) throw new CorruptSketchException(s"invalid pair count $n in register $j")
+        readDistinctPairs(in, h, s, j.toInt, n)
+        k += 1
       }
-      if (n > 0) s.restoreRegister(j, times, ranks, n.toInt)
-      j += 1
+    } else {
+      var j = 0
+      while (j < s.m) {
+        val n = in.varint()
+        if (n > 0) readDistinctPairs(in, h, s, j, n)
+        else if (n < 0) throw new CorruptSketchException(s"invalid pair count $n in register $j")
+        j += 1
+      }
     }
     s.restore(h.now, h.hasTime)
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
     s
+  }
+
+  /** Register j's `n` (> 0) pairs, newest first: ages grow, and ranks strictly. */
+  private def readDistinctPairs(in: ByteReader, h: Header, s: SlidingHyperLogLog, j: Int,
+      n: Long): Unit = {
+    val maxRank = SlidingHyperLogLog.maxPairs(s.p)
+    if (n > maxRank || !h.hasTime) {
+      throw new CorruptSketchException(s"invalid pair count $n in register $j")
+    }
+    val maxAge = h.now - Long.MinValue
+    val times = new Array[Long](math.max(4, n.toInt))
+    val ranks = new Array[Byte](math.max(4, n.toInt))
+    var age = 0L
+    var i = n.toInt - 1
+    while (i >= 0) {
+      val step = in.varint()
+      if (i < n - 1 && step == 0) throw new CorruptSketchException(s"pairs out of order in register $j")
+      age = olderAge(age, step, maxAge)
+      if (java.lang.Long.compareUnsigned(age, h.window) >= 0) {
+        throw new CorruptSketchException(s"a pair of register $j lies outside the window")
+      }
+      val rank = in.byte()
+      if (rank < 1 || rank > maxRank || (i < n - 1 && rank <= ranks(i + 1))) {
+        throw new CorruptSketchException(s"invalid rank $rank in register $j")
+      }
+      times(i) = h.now - age
+      ranks(i) = rank
+      i -= 1
+    }
+    s.restoreRegister(j, times, ranks, n.toInt)
   }
 
   /**
@@ -587,6 +655,11 @@ private[core] final class ByteWriter(initial: Int) {
   }
 
   def result(): Array[Byte] = java.util.Arrays.copyOf(buf, pos)
+}
+
+private[core] object ByteWriter {
+  /** The bytes [[ByteWriter.varint]] takes for `v`. */
+  def varintLength(v: Long): Int = (64 - java.lang.Long.numberOfLeadingZeros(v | 1) + 6) / 7
 }
 
 /** Reads `bytes` up to `end`. */

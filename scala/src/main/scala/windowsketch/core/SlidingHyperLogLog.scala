@@ -16,6 +16,11 @@ package windowsketch.core
  * a heap of registers by their oldest pair's time for expiry, so the estimate costs O(1)
  * amortized per row (O(log m) when a register's oldest pair changes); after the first row
  * out of order, or a merge, they are recomputed when asked (O(pairs)).
+ *
+ * A register's pairs live in a slot it gets with its first pair; slots grow with the
+ * registers in use. A sketch of a few values (a GROUP BY key of ten rows) thus costs two
+ * bytes a register plus its pairs, not the ~20 bytes a register of per-register arrays,
+ * and the sums, merges and bytes run over its slots, not over every register.
  */
 final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends SketchAxis {
   require(window > 0, s"window must be positive, got $window")
@@ -27,11 +32,16 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   /** What the time axis counts, as for the count sketches: positions or microseconds. */
   var microsecondTime: Boolean = false
 
-  // Per register: pairs in time order from `starts(j)` to `ends(j)` (exclusive).
-  private[core] val times = new Array[Array[Long]](m)
-  private[core] val ranks = new Array[Array[Byte]](m)
-  private[core] val starts = new Array[Int](m)
-  private[core] val ends = new Array[Int](m)
+  // Register j's slot plus one, 0 while it has never held a pair (m <= 2^14 fits a Char).
+  private val slotOf = new Array[Char](m)
+  private[core] var slotCount = 0
+  // Per slot: its register, and its pairs in time order from `starts(s)` to `ends(s)`
+  // (exclusive). Grown by doubling, up to m slots.
+  private[core] var slotRegister = new Array[Int](4)
+  private[core] var times = new Array[Array[Long]](4)
+  private[core] var ranks = new Array[Array[Byte]](4)
+  private[core] var starts = new Array[Int](4)
+  private[core] var ends = new Array[Int](4)
 
   private var seenAny = false
   private var nowTs = 0L
@@ -39,14 +49,13 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   private var ordered = true
   private var zInverse: Double = m.toDouble
   private var zeros: Int = m
-  // While ordered: a min-heap of the registers that hold pairs, keyed by their oldest
-  // pair's time, so expiry finds the next register to change in O(1) and fixes it in
-  // O(log m); m entries at most, whatever the window holds. The heap grows with the
-  // registers in use, so a sketch of a few values (a GROUP BY key) stays small.
+  // While ordered: a min-heap of the slots that hold pairs, keyed by their oldest pair's
+  // time, so expiry finds the next register to change in O(1) and fixes it in O(log m);
+  // m entries at most, whatever the window holds.
   private var heap = new Array[Int](8)
   private var heapKeys = new Array[Long](8) // each entry's oldest time, next to it for speed
-  // Per register, its heap position plus one; 0: not in the heap.
-  private val heapSlot = new Array[Int](m)
+  // Per slot, its heap position plus one; 0: not in the heap.
+  private var heapPosition = new Array[Int](4)
   private var heapSize = 0
 
   def hasTime: Boolean = seenAny
@@ -83,15 +92,16 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
     }
     ordered = false
     if (other.seenAny) advanceTo(other.nowTs)
-    var j = 0
-    while (j < m) {
-      var i = other.starts(j)
-      while (i < other.ends(j)) {
-        val t = other.times(j)(i)
-        if (!isExpired(t)) insert(j, t, other.ranks(j)(i))
+    var s = 0
+    while (s < other.slotCount) {
+      val j = other.slotRegister(s)
+      var i = other.starts(s)
+      while (i < other.ends(s)) {
+        val t = other.times(s)(i)
+        if (!isExpired(t)) insert(j, t, other.ranks(s)(i))
         i += 1
       }
-      j += 1
+      s += 1
     }
   }
 
@@ -112,16 +122,16 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   def registerSumsAt(end: Long, length: Long): (Double, Int) = {
     require(!seenAny || end >= nowTs, s"end $end is before the sketch's now $nowTs")
     require(length > 0 && length <= window, s"length must be in (0, $window], got $length")
-    var z = 0.0
-    var v = 0
-    var j = 0
-    while (j < m) {
-      var i = starts(j)
-      while (i < ends(j) && java.lang.Long.compareUnsigned(end - times(j)(i), length) >= 0) i += 1
-      val value = if (i < ends(j)) ranks(j)(i).toInt else 0
+    var z = (m - slotCount).toDouble // registers that never held a pair: value 0
+    var v = m - slotCount
+    var s = 0
+    while (s < slotCount) {
+      var i = starts(s)
+      while (i < ends(s) && java.lang.Long.compareUnsigned(end - times(s)(i), length) >= 0) i += 1
+      val value = if (i < ends(s)) ranks(s)(i).toInt else 0
       z += SlidingHyperLogLog.inversePowers(value)
       if (value == 0) v += 1
-      j += 1
+      s += 1
     }
     (z, v)
   }
@@ -129,8 +139,12 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   /** The register values of the window ending at `now`, for tests and other estimators. */
   def registerValues: Array[Int] = {
     val out = new Array[Int](m)
-    var j = 0
-    while (j < m) { out(j) = windowValue(j); j += 1 }
+    var s = 0
+    while (s < slotCount) {
+      val i = firstInWindow(s)
+      out(slotRegister(s)) = if (i < ends(s)) ranks(s)(i) else 0
+      s += 1
+    }
     out
   }
 
@@ -146,17 +160,17 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   def resumeInOrder(): Unit = if (!ordered) {
     recompute()
     heapSize = 0
-    java.util.Arrays.fill(heapSlot, 0)
-    var j = 0
-    while (j < m) { if (starts(j) < ends(j)) headChanged(j); j += 1 }
+    java.util.Arrays.fill(heapPosition, 0)
+    var s = 0
+    while (s < slotCount) { if (starts(s) < ends(s)) headChanged(s); s += 1 }
     ordered = true
   }
 
   /** Pairs held inside the window, a measure of the state's size. */
   def pairCount: Int = {
     var n = 0
-    var j = 0
-    while (j < m) { n += ends(j) - firstInWindow(j); j += 1 }
+    var s = 0
+    while (s < slotCount) { n += ends(s) - firstInWindow(s); s += 1 }
     n
   }
 
@@ -164,38 +178,35 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   private def isExpired(ts: Long): Boolean =
     java.lang.Long.compareUnsigned(nowTs - ts, window) >= 0
 
-  /** The index of register j's oldest pair inside the window (`ends(j)` if none). */
-  private[core] def firstInWindow(j: Int): Int = {
-    var i = starts(j)
-    while (i < ends(j) && isExpired(times(j)(i))) i += 1
+  /** Register j's slot, -1 if it never held a pair. */
+  private[core] def slot(j: Int): Int = slotOf(j) - 1
+
+  /** The index of slot s's oldest pair inside the window (`ends(s)` if none). */
+  private[core] def firstInWindow(s: Int): Int = {
+    var i = starts(s)
+    while (i < ends(s) && isExpired(times(s)(i))) i += 1
     i
   }
 
-  /** The rank of register j's oldest pair inside the window, 0 if none. */
-  private def windowValue(j: Int): Int = {
-    val i = firstInWindow(j)
-    if (i < ends(j)) ranks(j)(i) else 0
-  }
-
   private def recompute(): Unit = {
-    var z = 0.0
-    var v = 0
-    var j = 0
-    while (j < m) {
-      dropExpired(j)
-      val value = if (starts(j) < ends(j)) ranks(j)(starts(j)).toInt else 0
+    var z = (m - slotCount).toDouble
+    var v = m - slotCount
+    var s = 0
+    while (s < slotCount) {
+      dropExpired(s)
+      val value = if (starts(s) < ends(s)) ranks(s)(starts(s)).toInt else 0
       z += SlidingHyperLogLog.inversePowers(value)
       if (value == 0) v += 1
-      j += 1
+      s += 1
     }
     zInverse = z
     zeros = v
   }
 
-  private def value(j: Int): Int = if (starts(j) < ends(j)) ranks(j)(starts(j)) else 0
+  private def value(s: Int): Int = if (starts(s) < ends(s)) ranks(s)(starts(s)) else 0
 
-  private def setValue(j: Int, before: Int): Unit = {
-    val after = value(j)
+  private def setValue(s: Int, before: Int): Unit = {
+    val after = value(s)
     if (after != before) {
       // Powers of two: these sums are exact, so updating them matches a fresh sum.
       zInverse += SlidingHyperLogLog.inversePowers(after) - SlidingHyperLogLog.inversePowers(before)
@@ -204,94 +215,118 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
     }
   }
 
-  /** Drops register j's pairs that left the window (they are its oldest). */
-  private def dropExpired(j: Int): Unit = {
-    val t = times(j)
-    while (starts(j) < ends(j) && isExpired(t(starts(j)))) starts(j) += 1
+  /** Drops slot s's pairs that left the window (they are its oldest). */
+  private def dropExpired(s: Int): Unit = {
+    val t = times(s)
+    while (starts(s) < ends(s) && isExpired(t(starts(s)))) starts(s) += 1
   }
 
   private def expireOldest(): Unit =
     while (heapSize > 0 && isExpired(heapKeys(0))) {
-      val j = heap(0)
-      val before = value(j)
-      dropExpired(j)
-      setValue(j, before)
-      headChanged(j)
+      val s = heap(0)
+      val before = value(s)
+      dropExpired(s)
+      setValue(s, before)
+      headChanged(s)
     }
+
+  /** Register j's slot, made with its first pair. */
+  private def slotFor(j: Int): Int = {
+    val existing = slotOf(j) - 1
+    if (existing >= 0) existing
+    else {
+      val s = slotCount
+      if (s == slotRegister.length) {
+        val size = math.min(m, 2 * s)
+        slotRegister = java.util.Arrays.copyOf(slotRegister, size)
+        times = java.util.Arrays.copyOf(times, size)
+        ranks = java.util.Arrays.copyOf(ranks, size)
+        starts = java.util.Arrays.copyOf(starts, size)
+        ends = java.util.Arrays.copyOf(ends, size)
+        heapPosition = java.util.Arrays.copyOf(heapPosition, size)
+      }
+      slotRegister(s) = j
+      slotOf(j) = (s + 1).toChar
+      slotCount += 1
+      s
+    }
+  }
 
   /** In time order: the new pair is the newest, and beats the tail pairs it out-ranks. */
   private def appendNewest(j: Int, ts: Long, rank: Byte): Unit = {
-    val last = ends(j) - 1
-    if (last >= starts(j) && times(j)(last) == ts && ranks(j)(last) >= rank) return
-    val before = value(j)
-    while (ends(j) > starts(j) && ranks(j)(ends(j) - 1) <= rank) ends(j) -= 1
-    place(j, ends(j), ts, rank)
-    setValue(j, before)
-    if (ends(j) - starts(j) == 1) headChanged(j) // the new pair is the register's oldest
+    val s = slotFor(j)
+    val last = ends(s) - 1
+    if (last >= starts(s) && times(s)(last) == ts && ranks(s)(last) >= rank) return
+    val before = value(s)
+    while (ends(s) > starts(s) && ranks(s)(ends(s) - 1) <= rank) ends(s) -= 1
+    place(s, ends(s), ts, rank)
+    setValue(s, before)
+    if (ends(s) - starts(s) == 1) headChanged(s) // the new pair is the register's oldest
   }
 
   /** Any order: inserts (ts, rank) unless a pair at or after ts has a rank at least as high. */
   private def insert(j: Int, ts: Long, rank: Byte): Unit = {
-    val t = times(j)
-    var lo = starts(j)
-    var hi = ends(j)
+    val s = slotFor(j)
+    val t = times(s)
+    var lo = starts(s)
+    var hi = ends(s)
     while (lo < hi) { // the first pair at or after ts
       val mid = (lo + hi) >>> 1
       if (t(mid) < ts) lo = mid + 1 else hi = mid
     }
-    if (lo < ends(j) && ranks(j)(lo) >= rank) return
+    if (lo < ends(s) && ranks(s)(lo) >= rank) return
     // Beaten by the new pair: the one at ts (lower rank), and the older ones with rank <= it.
     var keepUntil = lo
-    while (keepUntil > starts(j) && ranks(j)(keepUntil - 1) <= rank) keepUntil -= 1
-    val dropAfter = if (lo < ends(j) && times(j)(lo) == ts) lo + 1 else lo
+    while (keepUntil > starts(s) && ranks(s)(keepUntil - 1) <= rank) keepUntil -= 1
+    val dropAfter = if (lo < ends(s) && times(s)(lo) == ts) lo + 1 else lo
     val removed = dropAfter - keepUntil
     if (removed > 0) {
-      System.arraycopy(times(j), dropAfter, times(j), keepUntil, ends(j) - dropAfter)
-      System.arraycopy(ranks(j), dropAfter, ranks(j), keepUntil, ends(j) - dropAfter)
-      ends(j) -= removed
+      System.arraycopy(times(s), dropAfter, times(s), keepUntil, ends(s) - dropAfter)
+      System.arraycopy(ranks(s), dropAfter, ranks(s), keepUntil, ends(s) - dropAfter)
+      ends(s) -= removed
     }
-    place(j, keepUntil, ts, rank)
+    place(s, keepUntil, ts, rank)
   }
 
-  /** Puts a pair at position i of register j, shifting the later ones right. */
-  private def place(j: Int, i: Int, ts: Long, rank: Byte): Unit = {
-    if (times(j) == null) {
-      times(j) = new Array[Long](4)
-      ranks(j) = new Array[Byte](4)
+  /** Puts a pair at position i of slot s, shifting the later ones right. */
+  private def place(s: Int, i: Int, ts: Long, rank: Byte): Unit = {
+    if (times(s) == null) {
+      times(s) = new Array[Long](4)
+      ranks(s) = new Array[Byte](4)
     }
-    if (ends(j) == times(j).length) {
+    if (ends(s) == times(s).length) {
       // Room first by dropping the gap left at the front by expiry, then by growing.
-      val live = ends(j) - starts(j)
-      val size = if (starts(j) > live) times(j).length else 2 * times(j).length
+      val live = ends(s) - starts(s)
+      val size = if (starts(s) > live) times(s).length else 2 * times(s).length
       val newTimes = new Array[Long](size)
       val newRanks = new Array[Byte](size)
-      System.arraycopy(times(j), starts(j), newTimes, 0, live)
-      System.arraycopy(ranks(j), starts(j), newRanks, 0, live)
-      val shift = starts(j)
-      times(j) = newTimes
-      ranks(j) = newRanks
-      starts(j) = 0
-      ends(j) = live
-      return place(j, i - shift, ts, rank)
+      System.arraycopy(times(s), starts(s), newTimes, 0, live)
+      System.arraycopy(ranks(s), starts(s), newRanks, 0, live)
+      val shift = starts(s)
+      times(s) = newTimes
+      ranks(s) = newRanks
+      starts(s) = 0
+      ends(s) = live
+      return place(s, i - shift, ts, rank)
     }
-    System.arraycopy(times(j), i, times(j), i + 1, ends(j) - i)
-    System.arraycopy(ranks(j), i, ranks(j), i + 1, ends(j) - i)
-    times(j)(i) = ts
-    ranks(j)(i) = rank
-    ends(j) += 1
+    System.arraycopy(times(s), i, times(s), i + 1, ends(s) - i)
+    System.arraycopy(ranks(s), i, ranks(s), i + 1, ends(s) - i)
+    times(s)(i) = ts
+    ranks(s)(i) = rank
+    ends(s) += 1
   }
 
-  /** Register j's oldest pair changed (or it has none left): its place in the heap too. */
-  private def headChanged(j: Int): Unit = {
-    val at = heapSlot(j) - 1
-    if (starts(j) >= ends(j)) {
+  /** Slot s's oldest pair changed (or it has none left): its place in the heap too. */
+  private def headChanged(s: Int): Unit = {
+    val at = heapPosition(s) - 1
+    if (starts(s) >= ends(s)) {
       if (at >= 0) {
         heapSize -= 1
-        heapSlot(j) = 0
+        heapPosition(s) = 0
         if (at < heapSize) {
           heap(at) = heap(heapSize)
           heapKeys(at) = heapKeys(heapSize)
-          heapSlot(heap(at)) = at + 1
+          heapPosition(heap(at)) = at + 1
           siftDown(siftUp(at))
         }
       }
@@ -300,13 +335,13 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
         heap = java.util.Arrays.copyOf(heap, math.min(m, 2 * heap.length))
         heapKeys = java.util.Arrays.copyOf(heapKeys, heap.length)
       }
-      heap(heapSize) = j
-      heapKeys(heapSize) = times(j)(starts(j))
-      heapSlot(j) = heapSize + 1
+      heap(heapSize) = s
+      heapKeys(heapSize) = times(s)(starts(s))
+      heapPosition(s) = heapSize + 1
       heapSize += 1
       siftUp(heapSize - 1)
     } else {
-      heapKeys(at) = times(j)(starts(j))
+      heapKeys(at) = times(s)(starts(s))
       siftDown(siftUp(at))
     }
   }
@@ -341,15 +376,17 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
     val k = heapKeys(a)
     heapKeys(a) = heapKeys(b)
     heapKeys(b) = k
-    heapSlot(heap(a)) = a + 1
-    heapSlot(heap(b)) = b + 1
+    heapPosition(heap(a)) = a + 1
+    heapPosition(heap(b)) = b + 1
   }
 
+  /** For the binary format: register j's pairs, read from bytes (`j` has no slot yet). */
   private[core] def restoreRegister(j: Int, t: Array[Long], r: Array[Byte], n: Int): Unit = {
-    times(j) = t
-    ranks(j) = r
-    starts(j) = 0
-    ends(j) = n
+    val s = slotFor(j)
+    times(s) = t
+    ranks(s) = r
+    starts(s) = 0
+    ends(s) = n
   }
 
   /** For the binary format: restores a state read from bytes (any order from then on). */
