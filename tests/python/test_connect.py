@@ -14,7 +14,10 @@ SCRIPT = textwrap.dedent("""
     import windowsketch
     from windowsketch.functions import approx_window_count
 
-    builder = SparkSession.builder.remote("local[2]").config("spark.ui.enabled", "false")
+    # Two shuffle partitions, not 200: each streaming micro-batch below runs a task per
+    # state partition (over a minute per line with the default).
+    builder = (SparkSession.builder.remote("local[2]").config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2"))
     spark = windowsketch.configure(builder).getOrCreate()
     assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
     base = datetime.datetime(2024, 1, 1)
