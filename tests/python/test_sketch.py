@@ -75,6 +75,37 @@ def test_golden_files_cover_every_kind_and_edge():
         "the node cap coarsened the invariant"
 
 
+@pytest.mark.parametrize("name, kinds", [("distinct_positions", {7}), ("distinct_time", {3, 7})])
+def test_distinct_sketches_are_written_in_the_shorter_kind(name, kinds, monkeypatch):
+    """Around the point where kind 7 (sparse) stops being shorter than kind 3 (dense):
+    the writer picks the shorter bytes (kind 3 on a tie), and both kinds read back to the
+    same registers and estimates."""
+    from windowsketch.sketch.distinct import DistinctSketch
+
+    full = WindowSketch.from_bytes(load_golden(name))
+    assert isinstance(full, DistinctSketch)
+    m = len(full._registers)
+    held = [j for j, pairs in enumerate(full._registers) if pairs]
+    picked = set()
+    for keep in sorted({1, len(held) // 4, len(held) // 3, len(held) // 2, len(held)}
+                       | set(range(m // 2 - 8, m // 2 + 8))):
+        sketch = WindowSketch.from_bytes(load_golden(name))
+        kept = set(held[:keep])
+        sketch._registers = [pairs if j in kept else [] for j, pairs in enumerate(sketch._registers)]
+        written = {}
+        for kind in (3, 7):
+            monkeypatch.setattr(DistinctSketch, "_written_kind", lambda self, k=kind: k)
+            written[kind] = sketch.to_bytes()
+        monkeypatch.undo()
+        chosen = sketch.to_bytes()
+        assert chosen == (written[7] if len(written[7]) < len(written[3]) else written[3]), keep
+        picked.add(chosen[2])
+        dense, sparse = (WindowSketch.from_bytes(written[k]) for k in (3, 7))
+        assert dense._registers == sparse._registers == sketch._registers
+        assert dense.estimate() == sparse.estimate() == sketch.estimate()
+    assert picked == kinds
+
+
 def test_parameters_read_as_given_to_the_aggregate():
     _, pos, _ = golden_rows()
     time = WindowSketch.from_bytes(load_golden("time"))
