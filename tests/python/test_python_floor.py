@@ -10,6 +10,7 @@ import shutil
 import subprocess
 
 from conftest import ROOT
+from golden_sketches import SKETCHES
 
 SCRIPT = """
 import sys
@@ -24,11 +25,18 @@ for module in modules:
     result = doctest.testmod(module)
     failed, attempted = failed + result.failed, attempted + result.attempted
 files = sorted(glob.glob("tests/golden/*.bin") + glob.glob("tests/golden/percentile/*.bin"))
+rewritten = {REWRITTEN}  # an earlier build's file -> the file the same rows write today
 for path in files:
     data = open(path, "rb").read()
-    assert reader.WindowSketch.from_bytes(data).to_bytes() == data, path
+    written = open(rewritten.get(path, path), "rb").read()
+    assert reader.WindowSketch.from_bytes(data).to_bytes() == written, path
 print("READER", failed, attempted, len(files))
 """
+
+
+REWRITTEN = {f"tests/golden/{name}.bin": f"tests/golden/{golden.rewritten_as}.bin"
+             for name, golden in SKETCHES.items() if golden.rewritten_as}
+assert REWRITTEN, "the golden file of an earlier build is read too"
 
 
 def python_3_10() -> str:
@@ -47,7 +55,7 @@ def python_3_10() -> str:
 
 def test_the_sketch_reader_runs_on_python_3_10():
     result = subprocess.run(
-        [python_3_10(), "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True,
+        [python_3_10(), "-c", SCRIPT.replace("{REWRITTEN}", repr(REWRITTEN))], cwd=ROOT, capture_output=True, text=True,
         stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
     assert result.returncode == 0, result.stdout + result.stderr
     failed, attempted, files = (int(x) for x in result.stdout.split("READER")[1].split())
