@@ -892,7 +892,8 @@ def sketch_columns(spark, sizes, report, workdir):
     per_sketch = 10
     spark.range(n * per_sketch).selectExpr(
         f"id % {n} AS g", f"timestamp_seconds(1700000000 + (id DIV {n}) * 60 + id % 3600) AS ts",
-        "(id * 31) % 10 < 3 AS v", "(id * 7) % 100000 AS x").createOrReplaceTempView("column_rows")
+        # x: ten distinct values per group (a prime modulus, so id's multiples of n differ).
+        "(id * 31) % 10 < 3 AS v", "(id * 7) % 100003 AS x").createOrReplaceTempView("column_rows")
     path = os.path.join(workdir, "sketch-columns")
     # hll_sketch_agg at its default lgConfigK 12 beside the count sketch, and at 9 (512
     # buckets) beside the distinct sketch at its default rsd 0.05 (m = 512).

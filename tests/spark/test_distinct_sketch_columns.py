@@ -226,6 +226,41 @@ def test_runtime_errors_name_the_function(spark, query, message):
     assert message in str(info.value)
 
 
+def test_a_partition_merging_stored_sketches_checks_each_one(spark):
+    """Within one partition each stored sketch after the first is read straight into the
+    union: another rsd, another family and damaged bytes fail by name as when read alone,
+    and sparse and dense sketches merge to what one sketch of all the rows writes."""
+    import zlib
+
+    def one(sql: str) -> bytes:
+        return bytes(spark.sql(sql).collect()[0][0])
+
+    sparse = one("SELECT window_distinct_sketch(id, id, 100000) FROM range(40)")
+    dense = one("SELECT window_distinct_sketch(id, id, 100000) FROM range(40, 3000)")
+    whole = one("SELECT window_distinct_sketch(id, id, 100000) FROM range(3000)")
+    assert (sparse[2], dense[2]) == (7, 3)
+    damaged = bytearray(sparse[:-4])
+    damaged[-1] = 0  # the newest pair's rank
+    damaged = bytes(damaged) + zlib.crc32(damaged).to_bytes(4, "big")
+
+    def merged(*blobs: bytes):
+        df = spark.createDataFrame([(bytearray(b),) for b in blobs], "s BINARY").coalesce(1)
+        return df.agg(window_distinct_sketch_merge("s")).collect()[0][0]
+
+    assert bytes(merged(sparse, dense)) == bytes(merged(dense, sparse)) == whole
+    other_rsd = one("SELECT window_distinct_sketch(id, id, 100000, 0.1) FROM range(5)")
+    count = one("SELECT window_sketch(true, id, 100000) FROM range(5)")
+    for blob, message in [
+            (other_rsd, "window_distinct_sketch_merge: cannot merge distinct-count sketches "
+                        "with different parameters"),
+            (count, "window_distinct_sketch_merge: invalid sketch bytes: a count sketch "
+                    "(window_sketch) is not a distinct-count sketch"),
+            (damaged, "window_distinct_sketch_merge: invalid sketch bytes: invalid rank 0")]:
+        with pytest.raises(Exception) as info:
+            merged(sparse, blob)
+        assert message in str(info.value), str(info.value)[:500]
+
+
 @pytest.mark.parametrize("query, index", [
     ("SELECT window_distinct_sketch_estimate(42)", 0),
     ("SELECT window_distinct_sketch_merge('abc')", 0),

@@ -169,13 +169,38 @@ object SketchFormat {
 
   /** Reads [[serializeDistinct]], validated like the count sketches. */
   def deserializeDistinct(bytes: Array[Byte]): SlidingHyperLogLog = {
+    val (in, h) = readDistinctHeader(bytes)
+    val s = new SlidingHyperLogLog(h.window, h.eps)
+    s.microsecondTime = h.microseconds
+    readDistinctBody(in, h, s, merging = false)
+    s.restore(h.now, h.hasTime)
+    s
+  }
+
+  /**
+   * Adds the distinct-count sketch in `bytes` into `into`: what
+   * `into.merge(deserializeDistinct(bytes))` does, with the same checks, without building
+   * the sketch (a merge of many stored sketches of a few values each was mostly that).
+   * Throws IllegalArgumentException, as merge does, for a sketch of other parameters.
+   */
+  def mergeDistinct(into: SlidingHyperLogLog, bytes: Array[Byte]): Unit = {
+    val (in, h) = readDistinctHeader(bytes)
+    into.beginMerge(h.window, h.eps, h.microseconds, h.now, h.hasTime)
+    readDistinctBody(in, h, into, merging = true)
+  }
+
+  private def readDistinctHeader(bytes: Array[Byte]): (ByteReader, Header) = {
     val (in, h) = readHeader(bytes)
     requireFamily(h.kind, KindDistinct)
     if (!(h.eps >= SlidingHyperLogLog.MinRsd && h.eps <= SlidingHyperLogLog.MaxRsd)) {
       throw new CorruptSketchException(s"invalid parameters window=${h.window}, rsd=${h.eps}")
     }
-    val s = new SlidingHyperLogLog(h.window, h.eps)
-    s.microsecondTime = h.microseconds
+    (in, h)
+  }
+
+  /** The registers of kind 3 or 7, into `s`: restored (a fresh sketch) or merged in. */
+  private def readDistinctBody(in: ByteReader, h: Header, s: SlidingHyperLogLog,
+      merging: Boolean): Unit = {
     if (h.kind == KindDistinctSparse) {
       val held = in.varint()
       if (held < 0 || held > s.m) {
@@ -188,34 +213,33 @@ object SketchFormat {
         if (j < 0 || j >= s.m) throw new CorruptSketchException(s"invalid register $j")
         val n = in.varint()
         if (n < 1) throw new CorruptSketchException(s"invalid pair count $n in register $j")
-        readDistinctPairs(in, h, s, j.toInt, n)
+        readDistinctPairs(in, h, s, j.toInt, n, merging)
         k += 1
       }
     } else {
       var j = 0
       while (j < s.m) {
         val n = in.varint()
-        if (n > 0) readDistinctPairs(in, h, s, j, n)
+        if (n > 0) readDistinctPairs(in, h, s, j, n, merging)
         else if (n < 0) throw new CorruptSketchException(s"invalid pair count $n in register $j")
         j += 1
       }
     }
-    s.restore(h.now, h.hasTime)
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
-    s
   }
 
   /** Register j's `n` (> 0) pairs, newest first: ages grow, and ranks strictly. */
   private def readDistinctPairs(in: ByteReader, h: Header, s: SlidingHyperLogLog, j: Int,
-      n: Long): Unit = {
+      n: Long, merging: Boolean): Unit = {
     val maxRank = SlidingHyperLogLog.maxPairs(s.p)
     if (n > maxRank || !h.hasTime) {
       throw new CorruptSketchException(s"invalid pair count $n in register $j")
     }
     val maxAge = h.now - Long.MinValue
-    val times = new Array[Long](math.max(4, n.toInt))
-    val ranks = new Array[Byte](math.max(4, n.toInt))
+    val times = if (merging) null else new Array[Long](math.max(4, n.toInt))
+    val ranks = if (merging) null else new Array[Byte](math.max(4, n.toInt))
     var age = 0L
+    var newerRank = 0
     var i = n.toInt - 1
     while (i >= 0) {
       val step = in.varint()
@@ -225,14 +249,18 @@ object SketchFormat {
         throw new CorruptSketchException(s"a pair of register $j lies outside the window")
       }
       val rank = in.byte()
-      if (rank < 1 || rank > maxRank || (i < n - 1 && rank <= ranks(i + 1))) {
+      if (rank < 1 || rank > maxRank || (i < n - 1 && rank <= newerRank)) {
         throw new CorruptSketchException(s"invalid rank $rank in register $j")
       }
-      times(i) = h.now - age
-      ranks(i) = rank
+      if (merging) s.mergePair(j, h.now - age, rank)
+      else {
+        times(i) = h.now - age
+        ranks(i) = rank
+      }
+      newerRank = rank
       i -= 1
     }
-    s.restoreRegister(j, times, ranks, n.toInt)
+    if (!merging) s.restoreRegister(j, times, ranks, n.toInt)
   }
 
   /**

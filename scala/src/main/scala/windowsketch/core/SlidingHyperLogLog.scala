@@ -85,25 +85,31 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
 
   /** Adds `other`'s pairs; both must have the same window and precision. */
   def merge(other: SlidingHyperLogLog): Unit = {
-    if (other.window != window || other.rsd != rsd || other.microsecondTime != microsecondTime) {
-      throw new IllegalArgumentException(
-        s"cannot merge distinct-count sketches with different parameters: window $window, " +
-          s"rsd $rsd and window ${other.window}, rsd ${other.rsd}")
-    }
-    ordered = false
-    if (other.seenAny) advanceTo(other.nowTs)
+    beginMerge(other.window, other.rsd, other.microsecondTime, other.nowTs, other.seenAny)
     var s = 0
     while (s < other.slotCount) {
       val j = other.slotRegister(s)
       var i = other.starts(s)
-      while (i < other.ends(s)) {
-        val t = other.times(s)(i)
-        if (!isExpired(t)) insert(j, t, other.ranks(s)(i))
-        i += 1
-      }
+      while (i < other.ends(s)) { mergePair(j, other.times(s)(i), other.ranks(s)(i)); i += 1 }
       s += 1
     }
   }
+
+  /** A merge's start, from the other sketch's parameters and now; then [[mergePair]]s. */
+  private[core] def beginMerge(otherWindow: Long, otherRsd: Double, otherMicroseconds: Boolean,
+      otherNow: Long, otherHasTime: Boolean): Unit = {
+    if (otherWindow != window || otherRsd != rsd || otherMicroseconds != microsecondTime) {
+      throw new IllegalArgumentException(
+        s"cannot merge distinct-count sketches with different parameters: window $window, " +
+          s"rsd $rsd and window $otherWindow, rsd $otherRsd")
+    }
+    ordered = false
+    if (otherHasTime) advanceTo(otherNow)
+  }
+
+  /** One pair of a merged sketch, in any order. */
+  private[core] def mergePair(j: Int, ts: Long, rank: Byte): Unit =
+    if (!isExpired(ts)) insert(j, ts, rank)
 
   /**
    * (sum over registers of 2^-value, number of zero registers) for the window ending at

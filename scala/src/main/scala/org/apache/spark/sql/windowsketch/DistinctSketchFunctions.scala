@@ -117,6 +117,11 @@ case class WindowDistinctSketchMerge(
   override protected def mergeInto(into: SlidingHyperLogLog, other: SlidingHyperLogLog): Unit =
     into.merge(other)
 
+  // Most stored sketches hold a few values: building each one cost more than its merge.
+  override protected def mergeBytesInto(into: SlidingHyperLogLog, bytes: Array[Byte]): Unit =
+    try SketchFormat.mergeDistinct(into, bytes)
+    catch { case e: IllegalArgumentException => throw failure(e) }
+
   override protected def withNewChildInternal(newChild: Expression): WindowDistinctSketchMerge =
     copy(sketch = newChild)
 

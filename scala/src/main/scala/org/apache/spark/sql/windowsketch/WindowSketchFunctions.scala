@@ -125,6 +125,11 @@ abstract class SketchMergeAggregate[S <: AnyRef]
   protected def write(s: S): Array[Byte]
   /** Adds `other` into `into`; throws IllegalArgumentException if they cannot merge. */
   protected def mergeInto(into: S, other: S): Unit
+  /**
+   * Adds the sketch in `bytes` into `into`: [[mergeInto]] of what [[read]] gives, unless a
+   * family reads the bytes straight into the union (errors through [[failure]]).
+   */
+  protected def mergeBytesInto(into: S, bytes: Array[Byte]): Unit = add(into, read(bytes))
 
   override def child: Expression = sketch
 
@@ -133,26 +138,32 @@ abstract class SketchMergeAggregate[S <: AnyRef]
   override def createAggregationBuffer(): SketchUnion[S] = new SketchUnion[S](null.asInstanceOf[S])
 
   override def update(buffer: SketchUnion[S], input: InternalRow): SketchUnion[S] = {
-    val bytes = sketch.eval(input)
-    if (bytes != null) add(buffer, read(bytes.asInstanceOf[Array[Byte]]))
+    val bytes = sketch.eval(input).asInstanceOf[Array[Byte]]
+    if (bytes != null) {
+      if (buffer.sketch == null) buffer.sketch = read(bytes)
+      else mergeBytesInto(buffer.sketch, bytes)
+    }
     buffer
   }
 
   override def merge(buffer: SketchUnion[S], other: SketchUnion[S]): SketchUnion[S] = {
-    if (other.sketch != null) add(buffer, other.sketch)
+    if (other.sketch != null) {
+      if (buffer.sketch == null) buffer.sketch = other.sketch
+      else add(buffer.sketch, other.sketch)
+    }
     buffer
   }
 
-  private def add(buffer: SketchUnion[S], s: S): Unit =
-    if (buffer.sketch == null) {
-      buffer.sketch = s
-    } else {
-      try mergeInto(buffer.sketch, s)
-      catch {
-        case e @ (_: IllegalArgumentException | _: UnsupportedOperationException) =>
-          throw new IllegalArgumentException(s"$prettyName: ${e.getMessage}", e)
-      }
+  private def add(into: S, s: S): Unit =
+    try mergeInto(into, s)
+    catch {
+      case e: IllegalArgumentException => throw failure(e)
+      case e: UnsupportedOperationException => throw failure(e)
     }
+
+  /** A merge's error, naming the function (bytes that are not a sketch read as such). */
+  protected final def failure(e: RuntimeException): IllegalArgumentException =
+    new IllegalArgumentException(s"$prettyName: ${e.getMessage}", e)
 
   override def eval(buffer: SketchUnion[S]): Any =
     if (buffer.sketch == null) null else write(buffer.sketch)
