@@ -37,8 +37,8 @@ def pytest_addoption(parser):
         "--params-per-test", type=int, default=0, metavar="K",
         help="run at most K parametrizations of each test function, chosen by a hash salted "
              "with the Spark line, so each line runs a different share (the line matrix's "
-             "lean runs: every test function on every line, every case on the main line); "
-             "0, the default, runs all")
+             "lean runs: every test function on every line, every case on the main line, "
+             "and every case of tests marked every_case everywhere); 0, the default, runs all")
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -56,7 +56,8 @@ def pytest_collection_modifyitems(config, items):
     if per_test > 0:
         cases: dict[tuple, list] = {}
         for item in items:
-            cases.setdefault((item.path, getattr(item, "originalname", item.name)), []).append(item)
+            if item.get_closest_marker("every_case") is None:
+                cases.setdefault((item.path, getattr(item, "originalname", item.name)), []).append(item)
         dropped = set()
         for group in cases.values():
             ranked = sorted(group, key=lambda item: zlib.crc32(f"{SPARK_LINE} {item.nodeid}".encode()))

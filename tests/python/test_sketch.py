@@ -80,6 +80,7 @@ def test_distinct_sketches_are_written_in_the_shorter_kind(name, kinds, monkeypa
     """Around the point where kind 7 (sparse) stops being shorter than kind 3 (dense):
     the writer picks the shorter bytes (kind 3 on a tie), and both kinds read back to the
     same registers and estimates."""
+    from windowsketch.sketch import distinct
     from windowsketch.sketch.distinct import DistinctSketch
 
     full = WindowSketch.from_bytes(load_golden(name))
@@ -94,7 +95,7 @@ def test_distinct_sketches_are_written_in_the_shorter_kind(name, kinds, monkeypa
         sketch._registers = [pairs if j in kept else [] for j, pairs in enumerate(sketch._registers)]
         written = {}
         for kind in (3, 7):
-            monkeypatch.setattr(DistinctSketch, "_written_kind", lambda self, k=kind: k)
+            monkeypatch.setattr(distinct, "_sparse_is_shorter", lambda inside, k=kind: k == 7)
             written[kind] = sketch.to_bytes()
         monkeypatch.undo()
         chosen = sketch.to_bytes()

@@ -101,11 +101,13 @@ def test_every_golden_file_has_answers(golden_answers):
     assert files == sorted(SKETCHES) == sorted(golden_answers["sketches"])
 
 
+@pytest.mark.every_case
 @pytest.mark.parametrize("name", sorted(SKETCHES))
 def test_golden_bytes_read_and_answer_as_recorded(spark, golden_answers, name):
     assert answers(spark, load_golden(name), name) == golden_answers["sketches"][name]
 
 
+@pytest.mark.every_case
 @pytest.mark.parametrize("name", sorted(SKETCHES))
 def test_same_rows_write_the_same_bytes(spark, golden_answers, name):
     assert written_bytes(spark, name) == load_golden(written_golden(name))

@@ -45,7 +45,10 @@ class DistinctSketch(WindowSketch):
         self._read_distinct(r)
 
     def _read_distinct(self, r: _Reader) -> None:
-        m = 1 << _precision(self._eps)
+        p = _precision(self._eps)
+        m = 1 << p
+        max_rank = 65 - p
+        max_age = (self._now - _LONG_MIN) & _MASK64  # ages stay within it: now - age never wraps
         registers: list[list[tuple[int, int]]] = [[] for _ in range(m)]
         # Inlined as in _read_dyadic: one byte per register count in the dense kind.
         data, end, pos = r.data, r.end, r.pos
@@ -62,7 +65,7 @@ class DistinctSketch(WindowSketch):
                 n, pos = _varint_at(r, pos)
                 if n < 1:
                     raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
-                registers[j], pos = self._read_pairs(r, pos, j, n)
+                registers[j], pos = self._read_pairs(r, pos, j, n, max_rank, max_age)
         else:
             for j in range(m):
                 if pos < end and data[pos] < 0x80:
@@ -71,20 +74,18 @@ class DistinctSketch(WindowSketch):
                 else:
                     n, pos = _varint_at(r, pos)
                 if n > 0:
-                    registers[j], pos = self._read_pairs(r, pos, j, n)
+                    registers[j], pos = self._read_pairs(r, pos, j, n, max_rank, max_age)
                 elif n < 0:
                     raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
         r.pos = pos
         self._registers = registers
 
-    def _read_pairs(self, r: _Reader, pos: int, j: int,
-                    n: int) -> tuple[list[tuple[int, int]], int]:
+    def _read_pairs(self, r: _Reader, pos: int, j: int, n: int, max_rank: int,
+                    max_age: int) -> tuple[list[tuple[int, int]], int]:
         """Register j's n (> 0) pairs from ``pos``, oldest first, and the position after."""
-        max_rank = 65 - _precision(self._eps)
         if n > max_rank or not self._has_time:
             raise InvalidSketchBytes(f"invalid pair count {n} in register {j}")
         now, window = self._now, self._window
-        max_age = (now - _LONG_MIN) & _MASK64  # ages stay within it: now - age never wraps
         data, end = r.data, r.end
         pairs: list[tuple[int, int]] = []  # newest first while reading
         age = 0
@@ -166,17 +167,7 @@ class DistinctSketch(WindowSketch):
         self._registers = merged
 
     def _written_kind(self) -> int:
-        inside = self._inside()
-        m = len(inside)
-        # The sparse kind's register gaps and counts against the dense kind's byte a
-        # register (counts are below 128): the shorter wins, dense on a tie.
-        sparse_bytes = _varint_length(sum(1 for pairs in inside if pairs))
-        previous = -1
-        for j, pairs in enumerate(inside):
-            if pairs:
-                sparse_bytes += _varint_length(j - previous - 1) + 1
-                previous = j
-        return _KIND_DISTINCT_SPARSE if sparse_bytes < m else _KIND_DISTINCT
+        return _KIND_DISTINCT_SPARSE if _sparse_is_shorter(self._inside()) else _KIND_DISTINCT
 
     def _inside(self) -> list[list[tuple[int, int]]]:
         """Per register, its pairs inside the window ending at now."""
@@ -186,7 +177,7 @@ class DistinctSketch(WindowSketch):
 
     def _write(self, w: _Writer) -> None:
         inside = self._inside()
-        sparse = self._written_kind() == _KIND_DISTINCT_SPARSE
+        sparse = _sparse_is_shorter(inside)
         if sparse:
             w.varint(sum(1 for pairs in inside if pairs))
         previous_register = -1
@@ -202,6 +193,18 @@ class DistinctSketch(WindowSketch):
                 w.varint(previous - t)
                 w.byte(rank)
                 previous = t
+
+
+def _sparse_is_shorter(inside: list[list[tuple[int, int]]]) -> bool:
+    """Kind 7's register gaps and counts against kind 3's byte a register (counts are below
+    128, one byte each; the pairs are the same in both): the shorter wins, kind 3 on a tie."""
+    sparse_bytes = _varint_length(sum(1 for pairs in inside if pairs))
+    previous = -1
+    for j, pairs in enumerate(inside):
+        if pairs:
+            sparse_bytes += _varint_length(j - previous - 1) + 1
+            previous = j
+    return sparse_bytes < len(inside)
 
 
 def _varint_length(v: int) -> int:
