@@ -1,6 +1,7 @@
 """GROUP BY plans: windowsketch's bounded sketches aggregate on SketchHashAggregateExec,
-which keeps Spark's object hash aggregation but sizes its sort fallback threshold to the
-heap; anything else, or a threshold the user set, stays on Spark's own operator."""
+which sizes the sort fallback threshold to the heap and runs the map side on a hash table
+of its own below it; anything else, or a threshold the user set, stays on Spark's own
+operator."""
 from __future__ import annotations
 
 import contextlib
@@ -106,6 +107,44 @@ def test_answers_equal_sparks_sorting_operator_and_the_bound_on_every_key(spark,
     for key, estimate in ours.items():
         exact = exact_in_window(ts[keys == key], events[keys == key], WINDOW)
         assert abs(estimate - exact) <= EPS * exact, (key, estimate, exact)
+
+
+def test_past_the_tables_keys_the_rest_sorts_and_every_key_answers_as_one_sketch(spark):
+    """More keys a task than the table may hold: the table's partial results come out, the
+    rest of the task sorts on Spark's iterator, and each key's partial results merge into
+    what Spark's operator gives (sorting past two keys), within eps of the exact count."""
+    from windowsketch import _scala_object
+
+    window, eps = 10**6, 0.001  # the node cap: the largest bound, the fewest keys a task
+    bound = _scala_object(spark, "windowsketch.core.DyadicWindowSketch").heldBytesBound(window, eps)
+    max_keys = _scala_object(
+        spark, "org.apache.spark.sql.windowsketch.SketchHashAggregateExec").fallbackThreshold(bound, 128)
+    n_keys = 3 * max_keys  # two tasks of input, each with ~1.5x the keys the table holds
+    rng = np.random.default_rng(29)
+    n = 6 * n_keys
+    keys = rng.integers(0, n_keys, n)
+    ts = rng.integers(0, 5000, n) * rng.choice([1, 1, 40], n)
+    events = rng.random(n) < 0.4
+    spark.createDataFrame([(int(k), int(t), bool(e)) for k, t, e in zip(keys, ts, events)],
+                          "k INT, ts BIGINT, v BOOLEAN").repartition(2).createOrReplaceTempView("many_keys")
+    # Two sketches a key; the second counts every row, so no row can go missing unseen.
+    query = (f"SELECT k, approx_window_count(v, ts, {window}, {eps}), "
+             f"approx_window_count(ts IS NOT NULL, ts, {window}, {eps}) FROM many_keys GROUP BY k")
+    plan = spark.sql(query)
+    nodes = final_plan(plan)
+    partial = [n for n in nodes if n.nodeName() == "SketchHashAggregate"
+               and n.metrics().get("numOutputRows").get().value() > len(set(keys.tolist()))]
+    assert partial and partial[0].metrics().get("numTasksFallBacked").get().value() == 2
+    ours = {k: (a, b) for k, a, b in plan.collect()}
+    with fallback_threshold(spark, 2):
+        theirs = {k: (a, b) for k, a, b in spark.sql(query).collect()}
+    assert ours == theirs
+    assert len(ours) == len(set(keys.tolist()))
+    for key, estimates in ours.items():
+        own = keys == key
+        for estimate, counted in zip(estimates, [events[own], np.ones(own.sum(), bool)]):
+            exact = exact_in_window(ts[own], counted, window)
+            assert abs(estimate - exact) <= eps * exact, (key, estimate, exact)
 
 
 def test_a_global_aggregate_of_no_rows_still_answers_one_row(spark, keyed_events):

@@ -5,9 +5,10 @@ import java.util.concurrent.TimeUnit.NANOSECONDS
 import org.apache.spark.SparkEnv
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, MutableProjection,
-  NamedExpression}
-import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
+import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression,
+  MutableProjection, NamedExpression, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Partial,
+  TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan}
 import org.apache.spark.sql.execution.aggregate.{BaseAggregateExec, ObjectAggregationIterator,
@@ -21,16 +22,17 @@ trait BoundedBufferAggregate {
 }
 
 /**
- * Spark's object hash aggregation, for plans whose aggregates are all windowsketch's
- * bounded sketches, with a sort fallback threshold sized to the heap.
+ * Object hash aggregation for plans whose aggregates are all windowsketch's bounded
+ * sketches, with a sort fallback threshold sized to the heap.
  *
  * `ObjectHashAggregateExec` switches to sorting the rest of a task's input once its hash
  * map holds `spark.sql.objectHashAggregate.sortBased.fallbackThreshold` keys (128): a
  * guard for buffers that can grow without bound (collect_list). A GROUP BY over 10^4 keys
  * then sorts nearly every row, and that sort was a quarter of approx_window_count's time.
  * Our buffers are bounded, so each task may keep as many keys as fit its share of Spark's
- * user memory at that bound. The operator is otherwise Spark's: the same iterator,
- * metrics and output.
+ * user memory at that bound. Below that many keys, the map side (partial mode) runs on a
+ * hash table of our own ([[PartialSketchAggregation]]); past it, and in the other modes,
+ * on Spark's iterator, with the same metrics and output.
  */
 case class SketchHashAggregateExec(
     requiredChildDistributionExpressions: Option[Seq[Expression]],
@@ -52,24 +54,36 @@ case class SketchHashAggregateExec(
     "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "spill size"),
     "numTasksFallBacked" -> SQLMetrics.createMetric(sparkContext, "number of sort fallback tasks"))
 
+  /** Whether the map side runs on our own table: grouped, partial, no FILTER or DISTINCT. */
+  private def onOwnTable: Boolean = groupingExpressions.nonEmpty &&
+    aggregateExpressions.forall { e =>
+      e.mode == Partial && e.filter.isEmpty && !e.isDistinct &&
+        e.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]]
+    }
+
   override protected def doExecute(): RDD[InternalRow] = {
     val numOutputRows = longMetric("numOutputRows")
     val aggTime = longMetric("aggTime")
     val spillSize = longMetric("spillSize")
     val fallbacks = longMetric("numTasksFallBacked")
+    val ownTable = onOwnTable
     child.execute().mapPartitionsWithIndexInternal { (partition, rows) =>
       val start = System.nanoTime()
       val hasInput = rows.hasNext
+      val maxKeys = SketchHashAggregateExec.fallbackThreshold(bytesPerKey, minFallbackThreshold)
+      def sparks(input: Iterator[InternalRow], threshold: Int) =
+        new ObjectAggregationIterator(partition, child.output,
+          groupingExpressions, aggregateExpressions, aggregateAttributes,
+          initialInputBufferOffset, resultExpressions,
+          (expressions, schema) => MutableProjection.create(expressions, schema),
+          inputAttributes, input, threshold, numOutputRows, spillSize, fallbacks)
       val output =
         if (!hasInput && groupingExpressions.nonEmpty) Iterator.empty
-        else {
-          val aggregation = new ObjectAggregationIterator(partition, child.output,
-            groupingExpressions, aggregateExpressions, aggregateAttributes,
-            initialInputBufferOffset, resultExpressions,
-            (expressions, schema) => MutableProjection.create(expressions, schema),
-            inputAttributes, rows,
-            SketchHashAggregateExec.fallbackThreshold(bytesPerKey, minFallbackThreshold),
-            numOutputRows, spillSize, fallbacks)
+        else if (ownTable) {
+          // Past maxKeys, what is left sorts as soon as Spark's iterator sees a new key.
+          ownPartialTable(partition, rows, maxKeys, sparks(_, 1))
+        } else {
+          val aggregation = sparks(rows, maxKeys)
           if (hasInput) aggregation
           else {
             numOutputRows += 1
@@ -79,6 +93,21 @@ case class SketchHashAggregateExec(
       aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
       output
     }
+  }
+
+  private def ownPartialTable(partition: Int, rows: Iterator[InternalRow], maxKeys: Int,
+      rest: Iterator[InternalRow] => Iterator[InternalRow]): Iterator[InternalRow] = {
+    val groupingKey = UnsafeProjection.create(groupingExpressions, inputAttributes)
+    groupingKey.initialize(partition)
+    val functions = aggregateExpressions.map { e =>
+      BindReferences.bindReference(e.aggregateFunction, inputAttributes)
+        .asInstanceOf[TypedImperativeAggregate[AnyRef]]
+    }.toArray
+    // A partial aggregate's output is its key and its serialized buffers, by position.
+    val result = UnsafeProjection.create((groupingExpressions.map(_.dataType) ++
+      aggregateExpressions.flatMap(_.aggregateFunction.aggBufferAttributes).map(_.dataType)).toArray)
+    new PartialSketchAggregation(rows, groupingKey, functions, result, maxKeys, rest,
+      longMetric("numOutputRows"))
   }
 
   override def simpleString(maxFields: Int): String =

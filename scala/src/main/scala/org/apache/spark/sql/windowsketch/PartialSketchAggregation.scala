@@ -1,0 +1,134 @@
+package org.apache.spark.sql.windowsketch
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection,
+  UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
+import org.apache.spark.sql.execution.metric.SQLMetric
+
+/**
+ * The map side of a GROUP BY (partial mode) whose aggregates are all windowsketch's, on a
+ * hash table of its own while the task has at most `maxKeys` keys.
+ *
+ * Each row's grouping key is hashed once into an open-addressing table of copied keys,
+ * with the key's sketches beside it in one array, and the aggregates' own `update` is
+ * called on them: no map entries, buffer rows or per-row closures, which were most of
+ * Spark's object hash aggregation's time at 10^4 keys (JDK Flight Recorder). A row with a
+ * key past `maxKeys` ends the table: its partial results are emitted, and that row and the
+ * rest of the input go to `rest` (Spark's own iterator, which sorts them). Partial
+ * aggregation allows a key's partial results to come out in several rows: the final side
+ * merges them into what one sketch of all its rows would hold.
+ */
+private[windowsketch] final class PartialSketchAggregation(
+    input: Iterator[InternalRow],
+    groupingKey: UnsafeProjection,
+    functions: Array[TypedImperativeAggregate[AnyRef]],
+    result: UnsafeProjection,
+    maxKeys: Int,
+    rest: Iterator[InternalRow] => Iterator[InternalRow],
+    numOutputRows: SQLMetric) extends Iterator[InternalRow] {
+  import PartialSketchAggregation._
+
+  private val width = functions.length
+  private var capacity = InitialCapacity
+  private var hashes = new Array[Int](capacity)
+  private var keys = new Array[UnsafeRow](capacity)
+  private var buffers = new Array[AnyRef](capacity * width)
+  private var keyCount = 0
+  private var aggregated = false
+  private var emitting = 0 // the next table slot to look at once aggregated
+  private var overflow: InternalRow = null // the first row of a key past maxKeys
+  private var tail: Iterator[InternalRow] = null
+  private val serialized = new GenericInternalRow(width)
+  private val joined = new JoinedRow
+
+  override def hasNext: Boolean = {
+    if (!aggregated) aggregate()
+    while (emitting < capacity && keys(emitting) == null) emitting += 1
+    if (emitting < capacity) true
+    else {
+      if (tail == null) {
+        keys = null
+        buffers = null
+        tail = if (overflow == null) Iterator.empty else rest(Iterator.single(overflow) ++ input)
+      }
+      tail.hasNext
+    }
+  }
+
+  override def next(): InternalRow = {
+    if (!hasNext) throw new NoSuchElementException("no more groups")
+    if (emitting >= capacity) return tail.next()
+    val base = emitting * width
+    var i = 0
+    while (i < width) {
+      serialized.update(i, functions(i).serialize(buffers(base + i)))
+      buffers(base + i) = null // the sketch is bytes now: let it go
+      i += 1
+    }
+    val row = result(joined(keys(emitting), serialized))
+    keys(emitting) = null
+    emitting += 1
+    numOutputRows += 1
+    row
+  }
+
+  /** Reads input rows into the table until the input ends or a key past `maxKeys` comes. */
+  private def aggregate(): Unit = {
+    aggregated = true
+    while (overflow == null && input.hasNext) {
+      val row = input.next()
+      val key = groupingKey(row)
+      val hash = key.hashCode
+      val mask = capacity - 1
+      var slot = (hash ^ (hash >>> 16)) & mask
+      while (keys(slot) != null && !(hashes(slot) == hash && keys(slot).equals(key))) {
+        slot = (slot + 1) & mask
+      }
+      if (keys(slot) == null && keyCount == maxKeys) overflow = row.copy()
+      else {
+        val base = slot * width
+        if (keys(slot) == null) {
+          keys(slot) = key.copy()
+          hashes(slot) = hash
+          var i = 0
+          while (i < width) { buffers(base + i) = functions(i).createAggregationBuffer(); i += 1 }
+          keyCount += 1
+        }
+        var i = 0
+        while (i < width) {
+          buffers(base + i) = functions(i).update(buffers(base + i), row)
+          i += 1
+        }
+        if (2 * keyCount > capacity) grow()
+      }
+    }
+  }
+
+  private def grow(): Unit = {
+    val oldKeys = keys
+    val oldHashes = hashes
+    val oldBuffers = buffers
+    capacity *= 2
+    keys = new Array[UnsafeRow](capacity)
+    hashes = new Array[Int](capacity)
+    buffers = new Array[AnyRef](capacity * width)
+    val mask = capacity - 1
+    var old = 0
+    while (old < oldKeys.length) {
+      if (oldKeys(old) != null) {
+        val hash = oldHashes(old)
+        var slot = (hash ^ (hash >>> 16)) & mask
+        while (keys(slot) != null) slot = (slot + 1) & mask
+        keys(slot) = oldKeys(old)
+        hashes(slot) = hash
+        System.arraycopy(oldBuffers, old * width, buffers, slot * width, width)
+      }
+      old += 1
+    }
+  }
+}
+
+private[windowsketch] object PartialSketchAggregation {
+  private val InitialCapacity = 1024
+}
