@@ -147,6 +147,20 @@ def test_past_the_tables_keys_the_rest_sorts_and_every_key_answers_as_one_sketch
             assert abs(estimate - exact) <= eps * exact, (key, estimate, exact)
 
 
+def test_null_and_string_keys_group_as_on_sparks_operator(spark, keyed_events):
+    """The table compares keys as Spark does: NULL keys form one group, strings of several
+    lengths and a second column each part of the key."""
+    query = (f"SELECT IF(k % 11 = 0, NULL, repeat('x', k % 13)) AS a, "
+             f"IF(k % 5 = 0, NULL, k % 3) AS b, approx_window_count(v, ts, {WINDOW}, {EPS}), "
+             f"window_sketch(v, ts, {WINDOW}, {EPS}) FROM keyed_events GROUP BY 1, 2")
+    ours = sorted(map(tuple, spark.sql(query).collect()), key=repr)
+    with fallback_threshold(spark, 2):
+        theirs = sorted(map(tuple, spark.sql(query).collect()), key=repr)
+    assert ours == theirs
+    assert any(a is None for a, *_ in ours) and any(b is None for _, b, *_ in ours)
+    assert len(ours) == 14 * 4  # 13 strings or NULL, times 0, 1, 2 or NULL
+
+
 def test_a_global_aggregate_of_no_rows_still_answers_one_row(spark, keyed_events):
     rows = spark.sql(f"SELECT approx_window_count(v, ts, {WINDOW}) FROM keyed_events "
                      "WHERE k < 0").collect()
