@@ -642,7 +642,7 @@ def group_by(spark, sizes, report):
     HLL++ in the code-generated hash aggregate), a peer object aggregate (percentile_approx),
     the exact two-pass answer and count_if (exact, no window: the floor)."""
     lines = []
-    for keys in sorted({10_000, sizes.group_keys // 10, sizes.group_keys}):
+    for keys in sorted({10_000, max(10_000, sizes.group_keys // 10), sizes.group_keys}):
         spark.range(sizes.group_rows).selectExpr(
             f"(id * 7919) % {keys} AS k", "id AS ts", "(id * 31) % 10 < 3 AS v") \
             .createOrReplaceTempView("events")
