@@ -1,5 +1,7 @@
 package org.apache.spark.sql.windowsketch
 
+import java.util.concurrent.TimeUnit.NANOSECONDS
+
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection,
   UnsafeRow}
@@ -26,7 +28,8 @@ private[windowsketch] final class PartialSketchAggregation(
     result: UnsafeProjection,
     maxKeys: Int,
     rest: Iterator[InternalRow] => Iterator[InternalRow],
-    numOutputRows: SQLMetric) extends Iterator[InternalRow] {
+    numOutputRows: SQLMetric,
+    aggTime: SQLMetric) extends Iterator[InternalRow] {
   import PartialSketchAggregation._
 
   private val width = functions.length
@@ -50,7 +53,9 @@ private[windowsketch] final class PartialSketchAggregation(
       if (tail == null) {
         keys = null
         buffers = null
+        val start = System.nanoTime() // Spark's iterator aggregates as it is made
         tail = if (overflow == null) Iterator.empty else rest(Iterator.single(overflow) ++ input)
+        aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
       }
       tail.hasNext
     }
@@ -76,6 +81,7 @@ private[windowsketch] final class PartialSketchAggregation(
   /** Reads input rows into the table until the input ends or a key past `maxKeys` comes. */
   private def aggregate(): Unit = {
     aggregated = true
+    val start = System.nanoTime()
     while (overflow == null && input.hasNext) {
       val row = input.next()
       val key = groupingKey(row)
@@ -103,6 +109,7 @@ private[windowsketch] final class PartialSketchAggregation(
         if (2 * keyCount > capacity) grow()
       }
     }
+    aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
   }
 
   private def grow(): Unit = {

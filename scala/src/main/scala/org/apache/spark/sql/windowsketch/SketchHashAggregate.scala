@@ -107,7 +107,7 @@ case class SketchHashAggregateExec(
     val result = UnsafeProjection.create((groupingExpressions.map(_.dataType) ++
       aggregateExpressions.flatMap(_.aggregateFunction.aggBufferAttributes).map(_.dataType)).toArray)
     new PartialSketchAggregation(rows, groupingKey, functions, result, maxKeys, rest,
-      longMetric("numOutputRows"))
+      longMetric("numOutputRows"), longMetric("aggTime"))
   }
 
   override def simpleString(maxFields: Int): String =
