@@ -89,6 +89,47 @@ def test_any_order_and_merges_hold_the_same_registers(sketches, order):
     assert sketch.pairCount() <= (1 << p) * 12
 
 
+@pytest.mark.parametrize("order", ["in order", "shuffled"])
+def test_a_sketch_writes_the_same_bytes_from_its_row_buffer_as_from_its_registers(sketches, order):
+    """A sketch keeps its rows in a buffer until something reads its registers, or until
+    more rows stay inside its window than the buffer holds; the bytes written from the
+    buffer, from the registers, after a read back, and after any merge of halves (each one
+    buffered or not) are those of one sketch fed every row, and so are the registers."""
+    rng = np.random.default_rng(stable_seed("buffer", order))
+    for case in range(80):
+        n = int(rng.integers(1, 160))
+        window = int(rng.choice([1, 5, 40, 10**9]))
+        rsd = float(rng.choice([0.05, 0.2]))
+        # About eight rows a time: a register often holds rows of two ranks at one time.
+        ts = np.sort(rng.integers(0, n // 8 + 2, n)).astype(np.int64)
+        if order == "shuffled":
+            ts = rng.permutation(ts)
+        hashes = stream(rng, str(rng.choice(["repeats", "bursts", "all-distinct"])), n)
+
+        def fed(rows, read_registers):
+            sketch = sketches.replay.distinct(window, rsd)
+            sketches.replay.addDistinct(sketch, _longs(ts[rows]), _longs(hashes[rows]))
+            if read_registers:
+                sketch.pairCount()  # settles the buffer into the registers
+            return sketch
+
+        def written(sketch):
+            return bytes(sketches.format.serializeDistinct(sketch))
+
+        every = np.arange(n)
+        data = written(fed(every, False))
+        assert data == written(fed(every, True)), case
+        assert written(sketches.format.deserializeDistinct(data)) == data, case
+        expected = registers_of(hashes[in_window(ts, ts.max(), window)], 9 if rsd == 0.05 else 5)
+        cut = int(rng.integers(0, n + 1))
+        for first_read, second_read in [(False, False), (False, True), (True, False), (True, True)]:
+            merged = fed(every[:cut], first_read)
+            merged.merge(fed(every[cut:], second_read))
+            assert written(merged) == data, (case, first_read, second_read)
+            assert np.array_equal(np.frombuffer(bytes(sketches.replay.distinctRegisters(merged)),
+                                                dtype=np.int8).astype(np.int64), expected), case
+
+
 def test_merging_other_parameters_is_refused(sketches):
     a, b = sketches.replay.distinct(100, 0.05), sketches.replay.distinct(200, 0.05)
     with pytest.raises(Exception, match="different parameters"):

@@ -49,5 +49,10 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     hashed = ("exact two-pass", "approx_count_distinct (Spark's sketch)")
     assert all(v > 0 for case, v in peaks.items()
                if case.startswith("N=") or case.endswith(hashed))
+    # Executor memory, polled every 10 ms, beside each GROUP BY query of both tables (quick
+    # tasks can end between two polls, so only some must have seen memory in use).
+    executor = {(r["section"], r["case"]): float(r["value"]) for r in rows
+                if r["measure"] == "peak execution memory"}
+    assert len(executor) == 5 + 2 and max(executor.values()) > 0
     for plot in ("window_time.png", "state_size.png"):
         assert (out / plot).stat().st_size > 5000

@@ -109,60 +109,53 @@ object SketchFormat {
    */
   def serializeDistinct(s: SlidingHyperLogLog): Array[Byte] = {
     val m = s.m
-    // Registers holding pairs inside the window, ascending: every register is scanned (a
-    // char each), the pairs only through slots.
-    val held = new Array[Int](s.slotCount)
-    var heldCount = 0
-    var sparseBytes = 0
+    val pairs = s.windowPairs
+    var sparseBytes = ByteWriter.varintLength(pairs.held)
     var previousRegister = -1
-    var j = 0
-    while (j < m && sparseBytes < m) {
-      val slot = s.slot(j)
-      if (slot >= 0 && s.firstInWindow(slot) < s.ends(slot)) {
-        held(heldCount) = slot
-        heldCount += 1
-        sparseBytes += ByteWriter.varintLength(j - previousRegister - 1) + 1
-        previousRegister = j
-      }
-      j += 1
+    var k = 0
+    while (k < pairs.held && sparseBytes < m) {
+      sparseBytes += ByteWriter.varintLength(pairs.registers(k) - previousRegister - 1) + 1
+      previousRegister = pairs.registers(k)
+      k += 1
     }
-    val sparse = j == m && ByteWriter.varintLength(heldCount) + sparseBytes < m
+    val sparse = sparseBytes < m
     val out = header(if (sparse) KindDistinctSparse else KindDistinct, s.window, s.rsd,
       s.hasTime, s.microsecondTime, s.now, 2 * m)
     if (sparse) {
-      out.varint(heldCount)
+      out.varint(pairs.held)
       previousRegister = -1
-      var k = 0
-      while (k < heldCount) {
-        val slot = held(k)
-        out.varint(s.slotRegister(slot) - previousRegister - 1)
-        previousRegister = s.slotRegister(slot)
-        writeDistinctPairs(out, s, slot)
+      k = 0
+      while (k < pairs.held) {
+        out.varint(pairs.registers(k) - previousRegister - 1)
+        previousRegister = pairs.registers(k)
+        writeDistinctPairs(out, s.now, pairs, k)
         k += 1
       }
     } else {
-      j = 0
+      k = 0
+      var j = 0
       while (j < m) {
-        val slot = s.slot(j)
-        if (slot < 0) out.byte(0) else writeDistinctPairs(out, s, slot)
+        if (k < pairs.held && pairs.registers(k) == j) {
+          writeDistinctPairs(out, s.now, pairs, k)
+          k += 1
+        } else out.byte(0)
         j += 1
       }
     }
     finish(out)
   }
 
-  /** A slot's pair count inside the window, then those pairs newest first. */
-  private def writeDistinctPairs(out: ByteWriter, s: SlidingHyperLogLog, slot: Int): Unit = {
-    val first = s.firstInWindow(slot)
-    val last = s.ends(slot) - 1
-    out.varint(last - first + 1)
-    var previous = s.now
-    var i = last
-    while (i >= first) {
-      val t = s.times(slot)(i)
-      out.varint(previous - t)
-      out.byte(s.ranks(slot)(i))
-      previous = t
+  /** The k-th held register's pair count, then its pairs newest first. */
+  private def writeDistinctPairs(out: ByteWriter, now: Long, pairs: DistinctPairs, k: Int): Unit = {
+    val times = pairs.times(k)
+    val ranks = pairs.ranks(k)
+    out.varint(pairs.until(k) - pairs.from(k))
+    var previous = now
+    var i = pairs.until(k) - 1
+    while (i >= pairs.from(k)) {
+      out.varint(previous - times(i))
+      out.byte(ranks(i))
+      previous = times(i)
       i -= 1
     }
   }
@@ -172,8 +165,14 @@ object SketchFormat {
     val (in, h) = readDistinctHeader(bytes)
     val s = new SlidingHyperLogLog(h.window, h.eps)
     s.microsecondTime = h.microseconds
-    readDistinctBody(in, h, s, merging = false)
-    s.restore(h.now, h.hasTime)
+    if (h.kind == KindDistinctSparse) {
+      // A sketch of few pairs: read as merged into a fresh one, it stays a buffer of rows.
+      s.beginMerge(h.window, h.eps, h.microseconds, h.now, h.hasTime)
+      readDistinctBody(in, h, s, merging = true)
+    } else {
+      readDistinctBody(in, h, s, merging = false)
+      s.restore(h.now, h.hasTime)
+    }
     s
   }
 

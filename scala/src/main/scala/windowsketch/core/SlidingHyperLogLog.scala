@@ -21,6 +21,13 @@ package windowsketch.core
  * registers in use. A sketch of a few values (a GROUP BY key of ten rows) thus costs two
  * bytes a register plus its pairs, not the ~20 bytes a register of per-register arrays,
  * and the sums, merges and bytes run over its slots, not over every register.
+ *
+ * Before that, rows wait in a buffer of (time, register, rank) in arrival order, until
+ * something reads the registers or more rows stay inside the window than the buffer holds:
+ * a GROUP BY key whose window holds a few rows then costs two short arrays and no register
+ * table. Settling replays the buffer into the registers, which then hold the pairs they
+ * would hold had every row gone there: a register's pairs inside the window depend only on
+ * the window's rows, and a row the buffer dropped had left the window.
  */
 final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends SketchAxis {
   require(window > 0, s"window must be positive, got $window")
@@ -32,16 +39,24 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   /** What the time axis counts, as for the count sketches: positions or microseconds. */
   var microsecondTime: Boolean = false
 
-  // Register j's slot plus one, 0 while it has never held a pair (m <= 2^14 fits a Char).
-  private val slotOf = new Array[Char](m)
-  private[core] var slotCount = 0
+  // Rows not yet in the registers, in arrival order: each one's time, and its register and
+  // rank as register << 8 | rank. Allocated with the first row; null once settled.
+  private var pendingTimes: Array[Long] = null
+  private var pendingCodes: Array[Int] = null
+  private var pendingCount = 0
+  private var settled = false
+
+  // The register table, allocated when the buffer settles. Register j's slot plus one, 0
+  // while it has never held a pair (m <= 2^14 fits a Char).
+  private var slotOf: Array[Char] = _
+  private var slotCount = 0
   // Per slot: its register, and its pairs in time order from `starts(s)` to `ends(s)`
   // (exclusive). Grown by doubling, up to m slots.
-  private[core] var slotRegister = new Array[Int](4)
-  private[core] var times = new Array[Array[Long]](4)
-  private[core] var ranks = new Array[Array[Byte]](4)
-  private[core] var starts = new Array[Int](4)
-  private[core] var ends = new Array[Int](4)
+  private var slotRegister: Array[Int] = _
+  private var times: Array[Array[Long]] = _
+  private var ranks: Array[Array[Byte]] = _
+  private var starts: Array[Int] = _
+  private var ends: Array[Int] = _
 
   private var seenAny = false
   private var nowTs = 0L
@@ -52,10 +67,10 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   // While ordered: a min-heap of the slots that hold pairs, keyed by their oldest pair's
   // time, so expiry finds the next register to change in O(1) and fixes it in O(log m);
   // m entries at most, whatever the window holds.
-  private var heap = new Array[Int](8)
-  private var heapKeys = new Array[Long](8) // each entry's oldest time, next to it for speed
+  private var heap: Array[Int] = _
+  private var heapKeys: Array[Long] = _ // each entry's oldest time, next to it for speed
   // Per slot, its heap position plus one; 0: not in the heap.
-  private var heapPosition = new Array[Int](4)
+  private var heapPosition: Array[Int] = _
   private var heapSize = 0
 
   def hasTime: Boolean = seenAny
@@ -65,6 +80,79 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   def add(ts: Long, hash: Long): Unit = {
     val j = (hash >>> (64 - p)).toInt
     val rank = (java.lang.Long.numberOfLeadingZeros((hash << p) | (1L << (p - 1))) + 1).toByte
+    if (settled) addToRegisters(j, ts, rank) else addPending(j, ts, rank)
+  }
+
+  private def addPending(j: Int, ts: Long, rank: Byte): Unit = {
+    if (!seenAny || ts > nowTs) { nowTs = ts; seenAny = true }
+    if (isExpired(ts)) return
+    if (pendingTimes == null) {
+      pendingTimes = new Array[Long](SlidingHyperLogLog.PendingInitial)
+      pendingCodes = new Array[Int](SlidingHyperLogLog.PendingInitial)
+    } else if (pendingCount == pendingTimes.length) {
+      dropExpiredPending()
+      // Still over half full: grow, or past the buffer's limit settle. Either way the next
+      // compaction is at least as many rows away as this one freed or added: O(1) a row.
+      if (2 * pendingCount > pendingTimes.length) {
+        if (pendingTimes.length >= SlidingHyperLogLog.pendingLimit(m)) {
+          settle()
+          addToRegisters(j, ts, rank)
+          return
+        }
+        pendingTimes = java.util.Arrays.copyOf(pendingTimes, 2 * pendingTimes.length)
+        pendingCodes = java.util.Arrays.copyOf(pendingCodes, pendingTimes.length)
+      }
+    }
+    pendingTimes(pendingCount) = ts
+    pendingCodes(pendingCount) = j << 8 | rank
+    pendingCount += 1
+  }
+
+  private def dropExpiredPending(): Unit = {
+    var kept = 0
+    var i = 0
+    while (i < pendingCount) {
+      if (!isExpired(pendingTimes(i))) {
+        pendingTimes(kept) = pendingTimes(i)
+        pendingCodes(kept) = pendingCodes(i)
+        kept += 1
+      }
+      i += 1
+    }
+    pendingCount = kept
+  }
+
+  /**
+   * Moves the buffered rows into the registers (allocating them) by replaying them in
+   * arrival order, then `now`. Every read of the registers, and every merge, settles first.
+   */
+  private def settle(): Unit = if (!settled) {
+    settled = true
+    slotOf = new Array[Char](m)
+    slotRegister = new Array[Int](4)
+    times = new Array[Array[Long]](4)
+    ranks = new Array[Array[Byte]](4)
+    starts = new Array[Int](4)
+    ends = new Array[Int](4)
+    heap = new Array[Int](8)
+    heapKeys = new Array[Long](8)
+    heapPosition = new Array[Int](4)
+    val (now, hasTime) = (nowTs, seenAny)
+    nowTs = 0L
+    seenAny = false
+    var i = 0
+    while (i < pendingCount) {
+      val code = pendingCodes(i)
+      addToRegisters(code >>> 8, pendingTimes(i), code.toByte)
+      i += 1
+    }
+    pendingTimes = null
+    pendingCodes = null
+    pendingCount = 0
+    if (hasTime) advanceTo(now)
+  }
+
+  private def addToRegisters(j: Int, ts: Long, rank: Byte): Unit = {
     if (ordered && (!seenAny || ts >= nowTs)) {
       advanceTo(ts)
       if (!isExpired(ts)) appendNewest(j, ts, rank)
@@ -80,18 +168,27 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
     if (!seenAny || ts > nowTs) {
       nowTs = ts
       seenAny = true
-      if (ordered) expireOldest()
+      if (ordered && settled) expireOldest()
     }
 
   /** Adds `other`'s pairs; both must have the same window and precision. */
   def merge(other: SlidingHyperLogLog): Unit = {
     beginMerge(other.window, other.rsd, other.microsecondTime, other.nowTs, other.seenAny)
-    var s = 0
-    while (s < other.slotCount) {
-      val j = other.slotRegister(s)
-      var i = other.starts(s)
-      while (i < other.ends(s)) { mergePair(j, other.times(s)(i), other.ranks(s)(i)); i += 1 }
-      s += 1
+    if (other.settled) {
+      var s = 0
+      while (s < other.slotCount) {
+        val j = other.slotRegister(s)
+        var i = other.starts(s)
+        while (i < other.ends(s)) { mergePair(j, other.times(s)(i), other.ranks(s)(i)); i += 1 }
+        s += 1
+      }
+    } else {
+      var i = 0
+      while (i < other.pendingCount) {
+        val code = other.pendingCodes(i)
+        mergePair(code >>> 8, other.pendingTimes(i), code.toByte)
+        i += 1
+      }
     }
   }
 
@@ -103,19 +200,20 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
         s"cannot merge distinct-count sketches with different parameters: window $window, " +
           s"rsd $rsd and window $otherWindow, rsd $otherRsd")
     }
-    ordered = false
+    if (settled) ordered = false
     if (otherHasTime) advanceTo(otherNow)
   }
 
-  /** One pair of a merged sketch, in any order. */
+  /** One pair of a merged sketch, in any order (into the buffer while there is one). */
   private[core] def mergePair(j: Int, ts: Long, rank: Byte): Unit =
-    if (!isExpired(ts)) insert(j, ts, rank)
+    if (!isExpired(ts)) { if (settled) insert(j, ts, rank) else addPending(j, ts, rank) }
 
   /**
    * (sum over registers of 2^-value, number of zero registers) for the window ending at
    * `now`: what HyperLogLog's estimate is computed from.
    */
   def registerSums: (Double, Int) = {
+    settle()
     if (!ordered) recompute()
     (zInverse, zeros)
   }
@@ -128,6 +226,7 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   def registerSumsAt(end: Long, length: Long): (Double, Int) = {
     require(!seenAny || end >= nowTs, s"end $end is before the sketch's now $nowTs")
     require(length > 0 && length <= window, s"length must be in (0, $window], got $length")
+    settle()
     var z = (m - slotCount).toDouble // registers that never held a pair: value 0
     var v = m - slotCount
     var s = 0
@@ -144,6 +243,7 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
 
   /** The register values of the window ending at `now`, for tests and other estimators. */
   def registerValues: Array[Int] = {
+    settle()
     val out = new Array[Int](m)
     var s = 0
     while (s < slotCount) {
@@ -164,6 +264,7 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
    * unchanged: the sums are exact.
    */
   def resumeInOrder(): Unit = if (!ordered) {
+    settle()
     recompute()
     heapSize = 0
     java.util.Arrays.fill(heapPosition, 0)
@@ -174,21 +275,90 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
 
   /** Pairs held inside the window, a measure of the state's size. */
   def pairCount: Int = {
+    settle()
     var n = 0
     var s = 0
     while (s < slotCount) { n += ends(s) - firstInWindow(s); s += 1 }
     n
   }
 
+  /**
+   * The pairs inside the window, register by register, for the binary format: from the
+   * registers, or from the buffer without settling it (a GROUP BY key's sketch is written
+   * once, so its register table would be garbage at once).
+   */
+  private[core] def windowPairs: DistinctPairs =
+    if (settled) {
+      val pairs = new DistinctPairs(slotCount)
+      var j = 0
+      while (j < m) {
+        val s = slotOf(j) - 1
+        if (s >= 0) {
+          val first = firstInWindow(s)
+          if (first < ends(s)) pairs.add(j, times(s), ranks(s), first, ends(s))
+        }
+        j += 1
+      }
+      pairs
+    } else pendingPairs
+
+  /**
+   * A register's pairs from its buffered rows: the latest time of each rank, then from the
+   * highest rank down each one later than every pair kept before it (a pair no row beats
+   * on both a later-or-equal time and a greater-or-equal rank), so oldest first.
+   */
+  private def pendingPairs: DistinctPairs = {
+    // Rows inside the window as register << 16 | row, sorted: grouped by register.
+    val order = new Array[Int](pendingCount)
+    var n = 0
+    var i = 0
+    while (i < pendingCount) {
+      if (!isExpired(pendingTimes(i))) { order(n) = (pendingCodes(i) >>> 8) << 16 | i; n += 1 }
+      i += 1
+    }
+    java.util.Arrays.sort(order, 0, n)
+    val pairs = new DistinctPairs(n)
+    val pairTimes = new Array[Long](n)
+    val pairRanks = new Array[Byte](n)
+    var kept = 0
+    val latest = new Array[Long](SlidingHyperLogLog.maxPairs(p) + 1)
+    val seen = new Array[Boolean](latest.length)
+    var k = 0
+    while (k < n) {
+      val j = order(k) >>> 16
+      var highest = 0
+      while (k < n && (order(k) >>> 16) == j) {
+        val row = order(k) & 0xFFFF
+        val rank = pendingCodes(row) & 0xFF
+        if (!seen(rank) || pendingTimes(row) > latest(rank)) latest(rank) = pendingTimes(row)
+        seen(rank) = true
+        highest = math.max(highest, rank)
+        k += 1
+      }
+      val first = kept
+      var rank = highest
+      while (rank >= 1) {
+        if (seen(rank)) {
+          if (kept == first || latest(rank) > pairTimes(kept - 1)) {
+            pairTimes(kept) = latest(rank)
+            pairRanks(kept) = rank.toByte
+            kept += 1
+          }
+          seen(rank) = false
+        }
+        rank -= 1
+      }
+      pairs.add(j, pairTimes, pairRanks, first, kept)
+    }
+    pairs
+  }
+
   /** Outside the window ending at now (`ts` is never after now here). */
   private def isExpired(ts: Long): Boolean =
     java.lang.Long.compareUnsigned(nowTs - ts, window) >= 0
 
-  /** Register j's slot, -1 if it never held a pair. */
-  private[core] def slot(j: Int): Int = slotOf(j) - 1
-
   /** The index of slot s's oldest pair inside the window (`ends(s)` if none). */
-  private[core] def firstInWindow(s: Int): Int = {
+  private def firstInWindow(s: Int): Int = {
     var i = starts(s)
     while (i < ends(s) && isExpired(times(s)(i))) i += 1
     i
@@ -388,6 +558,7 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
 
   /** For the binary format: register j's pairs, read from bytes (`j` has no slot yet). */
   private[core] def restoreRegister(j: Int, t: Array[Long], r: Array[Byte], n: Int): Unit = {
+    settle()
     val s = slotFor(j)
     times(s) = t
     ranks(s) = r
@@ -397,9 +568,32 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
 
   /** For the binary format: restores a state read from bytes (any order from then on). */
   private[core] def restore(now: Long, hasTime: Boolean): Unit = {
+    settle()
     nowTs = now
     seenAny = hasTime
     ordered = false
+  }
+}
+
+/**
+ * Registers holding pairs inside the window, ascending, each with its pairs oldest first:
+ * `times(k)(from(k) until until(k))` and the same range of `ranks(k)`.
+ */
+private[core] final class DistinctPairs(capacity: Int) {
+  var held = 0
+  val registers = new Array[Int](capacity)
+  val times = new Array[Array[Long]](capacity)
+  val ranks = new Array[Array[Byte]](capacity)
+  val from = new Array[Int](capacity)
+  val until = new Array[Int](capacity)
+
+  def add(register: Int, t: Array[Long], r: Array[Byte], start: Int, end: Int): Unit = {
+    registers(held) = register
+    times(held) = t
+    ranks(held) = r
+    from(held) = start
+    until(held) = end
+    held += 1
   }
 }
 
@@ -409,6 +603,10 @@ object SlidingHyperLogLog {
   val MaxRsd = 0.39
   /** Ranks are 1 .. 65 - p, strictly decreasing along a register's pairs. */
   def maxPairs(p: Int): Int = 65 - p
+
+  private val PendingInitial = 8
+  /** Buffered rows at most: m / 8 rows of 12 bytes are under the register index's 2·m. */
+  private def pendingLimit(m: Int): Int = math.max(16, m / 8)
 
   /** HyperLogLog++'s precision for `rsd`, as Spark's approx_count_distinct chooses it. */
   def precision(rsd: Double): Int = math.ceil(2.0 * math.log(1.106 / rsd) / math.log(2.0)).toInt

@@ -124,4 +124,30 @@ object Throughput {
     }
     Array(h, fresh, anyOrder, folded).map(s => SketchFormat.serialize(s).length.toLong)
   }
+  /**
+   * Heap bytes one distinct-count sketch keeps alive after `rows` random values at
+   * positions 0, spacing, 2·spacing, … in time order (a GROUP BY key's rows in one task):
+   * the collector's used heap with `copies` such sketches held, less without, per sketch.
+   * Spark's task metrics do not see an object aggregate's buffers; this is their share.
+   */
+  def distinctSketchHeapBytes(rows: Int, spacing: Long, window: Long, rsd: Double,
+      copies: Int): Long = {
+    def usedAfterCollection(): Long = {
+      val runtime = Runtime.getRuntime
+      System.gc()
+      System.gc()
+      runtime.totalMemory() - runtime.freeMemory()
+    }
+    val rng = new SplittableRandom(7)
+    val before = usedAfterCollection()
+    val held = Array.fill(copies) {
+      val sketch = new SlidingHyperLogLog(window, rsd)
+      var i = 0
+      while (i < rows) { sketch.add(i * spacing, rng.nextLong()); i += 1 }
+      sketch
+    }
+    val after = usedAfterCollection()
+    java.lang.ref.Reference.reachabilityFence(held)
+    math.max(0L, after - before) / copies
+  }
 }
