@@ -78,6 +78,8 @@ def test_sketch_aggregates_run_on_the_heap_sized_operator_and_never_sort(spark, 
     "(SELECT k, window_sketch(v, ts, 100) AS s FROM keyed_events GROUP BY k) GROUP BY k % 3",
     "SELECT approx_window_count(v, ts, 100), approx_window_count_bounds(v, ts, 100) "
     "FROM keyed_events",
+    "SELECT k, approx_window_count_distinct(ts % 50, ts, 100) FROM keyed_events GROUP BY k",
+    "SELECT k, window_distinct_sketch(ts % 50, ts, 100) FROM keyed_events GROUP BY k",
 ])
 def test_every_bounded_sketch_aggregate_gets_the_operator(spark, keyed_events, query):
     names = aggregates(final_plan(spark.sql(query)))
@@ -176,3 +178,42 @@ def test_the_threshold_is_the_heaps_share_never_below_sparks(spark):
     assert operator.fallbackThreshold(10_000, 128) == int(user_bytes / 10_000)
     assert operator.fallbackThreshold(1 << 40, 128) == 128
     assert operator.fallbackThreshold(1, 128) == min(int(user_bytes), 2**31 - 1)
+
+
+def partial_node(nodes, groups):
+    """The map side's SketchHashAggregate: the one with more output rows than groups."""
+    (node,) = [n for n in nodes if n.nodeName() == "SketchHashAggregate"
+               and n.metrics().get("numOutputRows").get().value() > groups]
+    return node
+
+
+@pytest.mark.parametrize("crowded_keys", [0, 3])
+def test_distinct_counts_stay_on_the_table_while_their_rows_stay_buffered(spark, crowded_keys):
+    """A distinct-count sketch keeps few rows in a buffer, and the map side's table holds
+    such keys; the first sketch whose window holds more rows than its buffer settles into
+    registers and ends the table, and the rest of the task sorts. Either way every key's
+    answer is approx_count_distinct over its window's rows, as on Spark's operator."""
+    rng = np.random.default_rng(31)
+    n_keys, window = 600, 1000
+    rows = []
+    for k in range(n_keys):
+        crowded = k < crowded_keys  # about 300 distinct values inside the window
+        n = 400 if crowded else int(rng.integers(1, 30))
+        ts = np.sort(rng.integers(0, 3000 if not crowded else window, n))
+        values = rng.integers(0, 10**6 if crowded else 20, n)
+        rows += [(k, int(t), int(x)) for t, x in zip(ts, values)]
+    rng.shuffle(rows)
+    spark.createDataFrame(rows, "k INT, ts BIGINT, x BIGINT").repartition(2) \
+        .createOrReplaceTempView("distinct_keys")
+    query = f"SELECT k, approx_window_count_distinct(x, ts, {window}) FROM distinct_keys GROUP BY k"
+    plan = spark.sql(query)
+    fallbacks = partial_node(final_plan(plan), n_keys).metrics().get("numTasksFallBacked").get()
+    assert (fallbacks.value() > 0) == (crowded_keys > 0)
+    ours = dict(plan.collect())
+    with fallback_threshold(spark, 2):
+        assert dict(spark.sql(query).collect()) == ours
+    exact = dict(spark.sql(f"""
+        SELECT d.k, approx_count_distinct(x) FROM distinct_keys d
+        JOIN (SELECT k, max(ts) AS now FROM distinct_keys GROUP BY k) m ON d.k = m.k
+        WHERE ts > now - {window} GROUP BY d.k""").collect())
+    assert ours == exact and len(ours) == n_keys

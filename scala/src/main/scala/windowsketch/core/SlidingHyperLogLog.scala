@@ -75,6 +75,8 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
+  /** True while the rows wait in the buffer: the sketch holds at most [[SlidingHyperLogLog.bufferedBytesBound]]. */
+  def isBuffered: Boolean = !settled
 
   /** Counts a value with hash `hash` at `ts`. */
   def add(ts: Long, hash: Long): Unit = {
@@ -605,6 +607,10 @@ object SlidingHyperLogLog {
   def maxPairs(p: Int): Int = 65 - p
 
   private val PendingInitial = 8
+
+  /** Heap bytes of a sketch at precision p while its rows are buffered, at most: the
+   * object and two buffers at their limit. */
+  def bufferedBytesBound(p: Int): Long = 256L + 12L * pendingLimit(1 << p) + 64L
   /** Buffered rows at most: m / 8 rows of 12 bytes are under the register index's 2·m. */
   private def pendingLimit(m: Int): Int = math.max(16, m / 8)
 

@@ -100,7 +100,8 @@ case class ApproxWindowCountDistinct(
  * Subclasses choose the result.
  */
 abstract class DistinctAggregate
-  extends TypedImperativeAggregate[SlidingHyperLogLog] with QuaternaryLike[Expression] {
+  extends TypedImperativeAggregate[SlidingHyperLogLog] with QuaternaryLike[Expression]
+  with CompactBufferAggregate {
 
   def x: Expression
   def ts: Expression
@@ -119,6 +120,12 @@ abstract class DistinctAggregate
       WindowArguments.windowLength(window, ts).left.getOrElse(TypeCheckSuccess),
       WindowArguments.rsdValue(rsd).left.getOrElse(TypeCheckSuccess)
     ).find(_.isFailure).getOrElse(TypeCheckSuccess)
+
+  // A GROUP BY key whose window holds a few rows keeps them in the sketch's buffer, and the
+  // map side's own table holds such keys; the first sketch to settle ends the table.
+  override def bufferBytesBound: Long =
+    SlidingHyperLogLog.bufferedBytesBound(SlidingHyperLogLog.precision(relativeSd))
+  override def isCompact(buffer: Any): Boolean = buffer.asInstanceOf[SlidingHyperLogLog].isBuffered
 
   override def createAggregationBuffer(): SlidingHyperLogLog = {
     val sketch = new SlidingHyperLogLog(windowLength, relativeSd)

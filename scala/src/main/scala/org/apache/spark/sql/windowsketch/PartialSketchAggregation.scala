@@ -17,7 +17,9 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * called on them: no map entries, buffer rows or per-row closures, which were most of
  * Spark's object hash aggregation's time at 10^4 keys (JDK Flight Recorder). A row with a
  * key past `maxKeys` ends the table: its partial results are emitted, and that row and the
- * rest of the input go to `rest` (Spark's own iterator, which sorts them). Partial
+ * rest of the input go to `rest` (Spark's own iterator, which sorts them). So does a row
+ * after which a [[CompactBufferAggregate]]'s buffer is no longer compact (the rows after
+ * it go to `rest`): `maxKeys` was sized at the compact bound. Partial
  * aggregation allows a key's partial results to come out in several rows: the final side
  * merges them into what one sketch of all its rows would hold.
  */
@@ -33,6 +35,10 @@ private[windowsketch] final class PartialSketchAggregation(
   import PartialSketchAggregation._
 
   private val width = functions.length
+  private val compact = functions.map {
+    case c: CompactBufferAggregate => c
+    case _ => null
+  }
   private var capacity = InitialCapacity
   private var hashes = new Array[Int](capacity)
   private var keys = new Array[UnsafeRow](capacity)
@@ -41,6 +47,7 @@ private[windowsketch] final class PartialSketchAggregation(
   private var aggregated = false
   private var emitting = 0 // the next table slot to look at once aggregated
   private var overflow: InternalRow = null // the first row of a key past maxKeys
+  private var outgrown = false // a buffer is past its compact bound: the rest go to `rest`
   private var tail: Iterator[InternalRow] = null
   private val serialized = new GenericInternalRow(width)
   private val joined = new JoinedRow
@@ -54,7 +61,9 @@ private[windowsketch] final class PartialSketchAggregation(
         keys = null
         buffers = null
         val start = System.nanoTime() // Spark's iterator aggregates as it is made
-        tail = if (overflow == null) Iterator.empty else rest(Iterator.single(overflow) ++ input)
+        tail = if (overflow != null) rest(Iterator.single(overflow) ++ input)
+          else if (outgrown && input.hasNext) rest(input)
+          else Iterator.empty
         aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
       }
       tail.hasNext
@@ -78,11 +87,14 @@ private[windowsketch] final class PartialSketchAggregation(
     row
   }
 
-  /** Reads input rows into the table until the input ends or a key past `maxKeys` comes. */
+  /**
+   * Reads input rows into the table until the input ends, a key past `maxKeys` comes or a
+   * buffer outgrows its compact bound.
+   */
   private def aggregate(): Unit = {
     aggregated = true
     val start = System.nanoTime()
-    while (overflow == null && input.hasNext) {
+    while (overflow == null && !outgrown && input.hasNext) {
       val row = input.next()
       val key = groupingKey(row)
       val hash = key.hashCode
@@ -104,6 +116,7 @@ private[windowsketch] final class PartialSketchAggregation(
         var i = 0
         while (i < width) {
           buffers(base + i) = functions(i).update(buffers(base + i), row)
+          if (compact(i) != null && !compact(i).isCompact(buffers(base + i))) outgrown = true
           i += 1
         }
         if (2 * keyCount > capacity) grow()

@@ -22,6 +22,16 @@ trait BoundedBufferAggregate {
 }
 
 /**
+ * An aggregate whose buffer stays under [[bufferBytesBound]] only while it is compact (a
+ * distinct-count sketch's buffer of rows), and may then grow far past it: our own table
+ * ends at the first buffer that is not compact, and Spark's iterator keeps Spark's own
+ * key threshold.
+ */
+trait CompactBufferAggregate extends BoundedBufferAggregate {
+  def isCompact(buffer: Any): Boolean
+}
+
+/**
  * Object hash aggregation for plans whose aggregates are all windowsketch's bounded
  * sketches, with a sort fallback threshold sized to the heap.
  *
@@ -67,10 +77,14 @@ case class SketchHashAggregateExec(
     val spillSize = longMetric("spillSize")
     val fallbacks = longMetric("numTasksFallBacked")
     val ownTable = onOwnTable
+    val boundWhileCompact = aggregateExpressions.exists(
+      _.aggregateFunction.isInstanceOf[CompactBufferAggregate])
     child.execute().mapPartitionsWithIndexInternal { (partition, rows) =>
       val start = System.nanoTime()
       val hasInput = rows.hasNext
-      val maxKeys = SketchHashAggregateExec.fallbackThreshold(bytesPerKey, minFallbackThreshold)
+      val heapKeys = SketchHashAggregateExec.fallbackThreshold(bytesPerKey, minFallbackThreshold)
+      val tableKeys = math.min(SketchHashAggregateExec.MaxTableKeys, heapKeys)
+      val maxKeys = if (boundWhileCompact) minFallbackThreshold else heapKeys
       def sparks(input: Iterator[InternalRow], threshold: Int) =
         new ObjectAggregationIterator(partition, child.output,
           groupingExpressions, aggregateExpressions, aggregateAttributes,
@@ -80,8 +94,8 @@ case class SketchHashAggregateExec(
       val output =
         if (!hasInput && groupingExpressions.nonEmpty) Iterator.empty
         else if (ownTable) {
-          // Past maxKeys, what is left sorts as soon as Spark's iterator sees a new key.
-          ownPartialTable(partition, rows, maxKeys, sparks(_, 1))
+          // Past the table, what is left sorts as soon as Spark's iterator sees a new key.
+          ownPartialTable(partition, rows, tableKeys, sparks(_, 1))
         } else {
           val aggregation = sparks(rows, maxKeys)
           if (hasInput) aggregation
@@ -120,6 +134,15 @@ case class SketchHashAggregateExec(
 }
 
 object SketchHashAggregateExec {
+  /**
+   * Keys our own table holds at most, whatever the heap allows: with many more, a row's
+   * probe misses cache on the table's arrays, the key and the sketch, and sorting is
+   * faster (distinct counts over 10^7 rows: 10^6 keys a task all on the table 7.1 s
+   * against 3.4 s sorting; 10^5 keys with 65,536 on the table 2.0 against 1.5 s; 10^4
+   * keys on the table 0.8–1.0 against 1.0–1.5 s).
+   */
+  val MaxTableKeys: Int = 1 << 14
+
   /** What Spark keeps back from the heap before its memory fractions (UnifiedMemoryManager). */
   private val ReservedHeapBytes = 300L << 20
 
