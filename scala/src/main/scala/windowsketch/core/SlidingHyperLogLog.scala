@@ -75,7 +75,10 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
-  /** True while the rows wait in the buffer: the sketch holds at most [[SlidingHyperLogLog.bufferedBytesBound]]. */
+  /**
+   * True while the rows wait in the buffer: the sketch then holds at most
+   * [[SlidingHyperLogLog.bufferedBytesBound]].
+   */
   def isBuffered: Boolean = !settled
 
   /** Counts a value with hash `hash` at `ts`. */
