@@ -124,6 +124,7 @@ object Throughput {
     }
     Array(h, fresh, anyOrder, folded).map(s => SketchFormat.serialize(s).length.toLong)
   }
+
   /**
    * Heap bytes one distinct-count sketch keeps alive after `rows` random values at
    * positions 0, spacing, 2·spacing, … in time order (a GROUP BY key's rows in one task):

@@ -125,7 +125,8 @@ abstract class DistinctAggregate
   // map side's own table holds such keys; the first sketch to settle ends the table.
   override def bufferBytesBound: Long =
     SlidingHyperLogLog.bufferedBytesBound(SlidingHyperLogLog.precision(relativeSd))
-  override def isCompact(buffer: Any): Boolean = buffer.asInstanceOf[SlidingHyperLogLog].isBuffered
+  override def isCompact(buffer: Any): Boolean =
+    buffer.asInstanceOf[SlidingHyperLogLog].isBuffered
 
   override def createAggregationBuffer(): SlidingHyperLogLog = {
     val sketch = new SlidingHyperLogLog(windowLength, relativeSd)
