@@ -46,13 +46,16 @@ def exact(values, percentages=PERCENTAGES):
     return [ordered[max(math.ceil(p * len(ordered)) - 1, 0)] for p in percentages]
 
 
-@pytest.mark.parametrize("name", ["time", "positions_merged", "empty"])
+@pytest.mark.parametrize("name", ["time", "positions_merged", "empty", "compact_time",
+                                  "compact_merged"])
 def test_golden_files_answer_as_the_jvm_recorded_and_write_back(name):
     with open(os.path.join(PERCENTILE_GOLDEN, "answers.json")) as f:
         recorded = json.load(f)["sketches"][name]
     blob = load(name)
     sketch = WindowSketch.from_bytes(blob)
-    assert isinstance(sketch, PercentileSketch) and sketch.kind == "percentile"
+    assert isinstance(sketch, PercentileSketch)
+    assert (sketch.kind, sketch.is_compact) == (("percentile_compact", True) if name.startswith(
+        "compact") else ("percentile", False))
     answers = sketch.estimate(PERCENTAGES)
     assert [float(sketch.count())] + (nan_as_none(answers) if answers else
                                       [None] * len(PERCENTAGES)) == recorded

@@ -319,8 +319,10 @@ def test_python_distinct_merges_write_the_jvms_bytes(sketches, parts, small):
 
 # -- damaged bytes ---------------------------------------------------------------------
 
-# seed, rows, spread of ts, window (positions), eps
-PERCENTILE_CASES = [(61, 3000, 5000, 1000, 0.01), (62, 800, 300, 7, 0.5), (63, 6000, 10**6, 10**5, 0.05)]
+# seed, rows, spread of ts, window (positions), eps. Past the exact limit (512 values at
+# eps 0.2): every key's sketch compact (64), or every key's exact and their merge compact (65).
+PERCENTILE_CASES = [(61, 3000, 5000, 1000, 0.01), (62, 800, 300, 7, 0.5), (63, 6000, 10**6, 10**5, 0.05),
+                    (64, 6000, 3000, 2000, 0.2), (65, 2400, 3000, 2000, 0.2)]
 
 
 @pytest.mark.parametrize("case", PERCENTILE_CASES, ids=lambda c: f"w{c[3]}")
@@ -342,6 +344,7 @@ def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
                        .selectExpr("window_percentile_sketch_merge(s)").collect()[0][0])
     merged = merge_column(blobs)
     assert merged is not None and merged.to_bytes() == merged_sql
+    assert {b[2] for b in blobs + [merged_sql]} == {64: {8}, 65: {4, 8}}.get(seed, {4})
     percentages = "array(0.0, 0.01, 0.5, 0.99, 1.0)"
     # The merge is queried as merged, not read back: its rows must have left with the window.
     for blob, python in [(b, PercentileSketch.from_bytes(b)) for b in blobs] + [

@@ -110,6 +110,48 @@ def test_group_by_over_shuffled_partitions_equals_the_sorted_window(spark, kind)
         assert r.median == (None if expected is None else expected[2]), r.key
 
 
+def rank_error(values, answer, p):
+    """How far the answer's rank range among `values` lies from p n."""
+    ordered = sorted(values)
+    below = sum(1 for v in ordered if v < answer)
+    at_most = below + ordered.count(answer)
+    assert at_most > below, answer  # a value of the window
+    return max(0.0, below - p * len(ordered), p * len(ordered) - at_most)
+
+
+@pytest.mark.parametrize("window", [20000, 10**6])
+@pytest.mark.parametrize("kind", KINDS)
+def test_group_by_in_compact_mode_is_within_eps_of_the_sorted_window(spark, kind, window):
+    """Partial aggregates of more than the exact limit (512 values at eps 0.2) travel in
+    the compact form and merge as summaries: every key's answer is a value of its window
+    within eps n of p n, and the bounds bracket the exact percentile (or are NULL: no held
+    value meets the rank the bracket needs)."""
+    eps = 0.2
+    rng = np.random.default_rng(stable_seed("percentile-compact-group-by", kind, window))
+    df = spark.createDataFrame(rows(rng, kind, 18000), "id INT, key STRING, ts BIGINT, x DOUBLE")
+    got = (df.repartition(2, "id").groupBy("key")
+           .agg(approx_window_percentile("x", "ts", window, PERCENTAGES, eps).alias("ours"),
+                F.expr(f"approx_window_percentile_bounds(x, ts, {window}, {P_SQL}, {eps})")
+                .alias("bounds"),
+                F.expr(f"window_percentile_sketch(x, ts, {window}, {eps})").alias("sketch"),
+                F.collect_list(F.struct("ts", "x")).alias("frame"))
+           .collect())
+    assert len(got) == 3
+    for r in got:
+        assert bytes(r.sketch)[2] == 8  # the compact kind
+        values = window_of(r.frame, window)
+        exact = exact_percentiles(values)
+        for p, answer, bounds, truth in zip(PERCENTAGES, r.ours, r.bounds, exact):
+            assert rank_error(values, answer, p) <= eps * len(values), (r.key, p)
+            assert bounds.estimate == answer
+            assert bounds.lower is None or bounds.lower <= truth, (r.key, p)
+            assert bounds.upper is None or truth <= bounds.upper, (r.key, p)
+        # At eps 0.2 the summaries are small: one side of a tail percentage can be unknown.
+        median = r.bounds[PERCENTAGES.index(0.5)]
+        assert median.lower is not None and median.upper is not None, r.key
+        assert all(b.lower is not None or b.upper is not None for b in r.bounds), r.key
+
+
 def test_timestamp_windows_are_inclusive_and_types_come_back(spark):
     base = datetime.datetime(2025, 1, 1, 10, 0)
     data = [(base + datetime.timedelta(minutes=m), ms, datetime.date(2025, 1, 1 + m % 20),
@@ -185,14 +227,17 @@ def test_python_arguments_are_checked_before_spark_sees_them():
             approx_window_percentile("x", "ts", 3, bad)
 
 
-# Golden percentile sketches (format kind 4), read and rewritten on every line: old bytes
-# keep reading. `python tests/spark/test_percentiles.py` rewrites them; the tests never do.
+# Golden percentile sketches (format kinds 4 and 8), read and rewritten on every line: old
+# bytes keep reading. `python tests/spark/test_percentiles.py` rewrites them; the tests
+# never do.
 PERCENTILE_GOLDEN = os.path.join(GOLDEN, "percentile")
 
 
 def golden_percentile_bytes(spark) -> dict[str, bytes]:
     """name -> bytes, from the golden rows: values with ties, -0.0 and NaN; a time sketch,
-    a positions sketch merged from two keys' partials, and an empty one."""
+    a positions sketch merged from two keys' partials, and an empty one (exact, kind 4);
+    past the exact limit (512 values at eps 0.2), a compact time sketch and two keys'
+    compact sketches read back and merged (kind 8)."""
     from windowsketch import _scala_object
 
     replay = _scala_object(spark, "windowsketch.core.Replay")
@@ -207,10 +252,19 @@ def golden_percentile_bytes(spark) -> dict[str, bytes]:
 
     merged = sketch(1000, 0.05, False, keys == 1)
     merged.merge(sketch(1000, 0.05, False, keys == 2))
+
+    def read_back(rows):
+        return fmt.deserializeQuantiles(fmt.serializeQuantiles(sketch(10**5, 0.2, False, rows)))
+
+    compact_merged = read_back(keys == 1)
+    compact_merged.merge(read_back(keys == 2))
     return {
         "time": bytes(fmt.serializeQuantiles(sketch(86_400_000_001, 0.01, True, keys >= 0))),
         "positions_merged": bytes(fmt.serializeQuantiles(merged)),
         "empty": bytes(fmt.serializeQuantiles(sketch(10, 0.01, False, keys < 0))),
+        "compact_time": bytes(fmt.serializeQuantiles(
+            sketch(86_400_000_001, 0.2, True, keys >= 0))),
+        "compact_merged": bytes(fmt.serializeQuantiles(compact_merged)),
     }
 
 
@@ -245,6 +299,24 @@ def test_golden_percentile_sketches_read_answer_and_rewrite_as_recorded(spark):
             for v in (window[max(math.ceil(p * len(window)) - 1, 0)] for p in PERCENTAGES)]
         assert recorded["sketches"][name] == expected, name
     assert recorded["sketches"]["empty"] == [0] + [None] * len(PERCENTAGES)
+    # The compact ones (eps 0.2): each answer's rank within eps n of p n.
+    for name, inside in [("compact_time", pos >= pos.max() - 86_400 // 30),
+                         ("compact_merged", keys > 0)]:
+        assert data_kind(written[name]) == 8, name
+        window = sorted(values[inside], key=lambda x: (math.isnan(x), x, math.copysign(1, x)))
+        keyed = [(math.isnan(x), x, math.copysign(1, x)) for x in window]
+        n = len(window)
+        for p, answer in zip(PERCENTAGES, recorded["sketches"][name][1:]):
+            key = (True, math.nan, 1.0) if answer is None else (False, answer, math.copysign(1, answer))
+            below = sum(1 for k in keyed if k < key) if answer is not None else sum(
+                1 for k in keyed if not k[0])
+            at_most = below + (sum(1 for k in keyed if k == key) if answer is not None else sum(
+                1 for k in keyed if k[0]))
+            assert max(0.0, below - p * n, p * n - at_most) <= 0.2 * n, (name, p)
+
+
+def data_kind(blob: bytes) -> int:
+    return blob[2]
 
 
 if __name__ == "__main__":

@@ -1,17 +1,23 @@
-"""Percentile sketches (format kind 4): ``window_percentile_sketch``'s window of values with
-their times, read, queried (the same numbers as ``window_percentile_sketch_estimate``),
-merged and written byte for byte as the JVM does (SlidingQuantiles, exact mode)."""
+"""Percentile sketches: ``window_percentile_sketch``'s window, read, queried (the same numbers
+as ``window_percentile_sketch_estimate``), merged and written byte for byte as the JVM does
+(SlidingQuantiles). Kind 4 holds the window's values with their times (exact mode); kind 8
+holds dyadic time nodes of compacted values (compact mode, CompactQuantiles), for windows
+of more values than the exact form writes. docs/percentiles.md has both guarantees."""
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from typing import ClassVar, Union
 
-from windowsketch.sketch._base import (_DOUBLE, _LONG, _LONG_MAX, _LONG_MIN, _MIN_EPS, AsOf,
-                                       InvalidSketchBytes, SubWindow, WindowSketch, _older_age,
-                                       _Reader, _unsigned, _varint_at, _Writer, register_family)
+from windowsketch.sketch import _dyadic
+from windowsketch.sketch._base import (_DOUBLE, _LONG, _LONG_MAX, _LONG_MIN, _MASK64, _MIN_EPS,
+                                       AsOf, InvalidSketchBytes, SubWindow, WindowSketch,
+                                       _older_age, _Reader, _signed, _unsigned, _varint_at,
+                                       _Writer, register_family)
 
 _KIND_PERCENTILE = 4
+_KIND_PERCENTILE_COMPACT = 8
 # The most values the exact mode holds (SlidingQuantiles.MaxValues).
 _MAX_VALUES = 1 << 24
 _CANONICAL_NAN = 0x7FF8000000000000
@@ -30,6 +36,225 @@ def _java_order(bits: int) -> int:
     if bits & 0x7FF0000000000000 == 0x7FF0000000000000 and bits & 0x000FFFFFFFFFFFFF:
         bits = _CANONICAL_NAN
     return bits if bits >= 0 else bits ^ _LONG_MAX
+
+
+# -- compact mode (CompactQuantiles) -------------------------------------------------------
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIN_PENDING = 64
+_MIN_CAPACITY = 8
+# ln(2 * 10^9), as the JVM writes it: the bounds' slack.
+_LOG_TWO_BILLION = 21.416413017506358
+
+
+def _mix(z: int) -> int:
+    """SplitMix64's finalizer on 64-bit patterns."""
+    z &= _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def _coin(salt: int, h: int, done: int) -> int:
+    return int(_mix(salt ^ _mix(done + h * _GOLDEN)) >> 63)
+
+
+def _salt(level: int, lo: int) -> int:
+    return _mix(lo * _GOLDEN + level)
+
+
+def _level_capacity(k: int, depth: int) -> int:
+    """max(2, ceil(k (2/3)^depth)), in integers as the JVM computes it."""
+    if depth >= 30:
+        return 2
+    den: int = 3 ** depth
+    return max(2, ((k << depth) + den - 1) // den)
+
+
+def _top_capacity(eps: float) -> int:
+    return max(_MIN_CAPACITY, min(1 << 16, math.ceil(0.5 / eps)))
+
+
+def _leaf_capacity(eps: float) -> int:
+    return max(_MIN_CAPACITY, min(1 << 16, math.ceil(12.0 / eps)))
+
+
+def _node_capacity(top: int, check: float, rows: int, rows_after: int) -> int:
+    """A collapsed node's capacity: top / 2^floor(2/3 log2(c n_R / n_w)), at least 8."""
+    ratio = max(1, int(check * float(rows_after)) // max(rows, 1))
+    return max(_MIN_CAPACITY, top >> min(30, 2 * (ratio.bit_length() - 1) // 3))
+
+
+def _exact_limit(eps: float) -> int:
+    """The most values of a window written exactly (CompactQuantiles.exactLimit)."""
+    target = 16.0 / (eps * eps)
+    limit = 1
+    while limit < target and limit < _MAX_VALUES:
+        limit <<= 1
+    return limit
+
+
+class _Values:
+    """A node's values (CompactQuantiles' QuantileSummary): per level h the raw bits of
+    values weighing 2^h each, and the compactions done at each level."""
+
+    __slots__ = ("levels", "compactions")
+
+    def __init__(self, levels: list[list[int]], compactions: list[int]) -> None:
+        self.levels = levels
+        self.compactions = compactions
+
+    def copy(self) -> _Values:
+        return _Values([list(level) for level in self.levels], list(self.compactions))
+
+    def weight(self) -> int:
+        return sum(len(level) << h for h, level in enumerate(self.levels))
+
+    def variance(self) -> float:
+        v = 0.0
+        for h, done in enumerate(self.compactions):
+            v += float(done) * 4.0 ** h
+        return v
+
+    def spread(self) -> int:
+        return sum(done << h for h, done in enumerate(self.compactions))
+
+    def insert(self, bits: int, k: int, salt: int) -> None:
+        self.levels[0].append(bits)
+        if len(self.levels[0]) > _level_capacity(k, len(self.levels) - 1):
+            self.compress(k, salt)
+
+    def add_all(self, other: _Values) -> None:
+        while len(self.levels) < len(other.levels):
+            self.levels.append([])
+            self.compactions.append(0)
+        for h, level in enumerate(other.levels):
+            self.levels[h].extend(level)
+            self.compactions[h] += other.compactions[h]
+
+    def compress(self, k: int, salt: int) -> None:
+        h = 0
+        while h < len(self.levels):
+            if len(self.levels[h]) > _level_capacity(k, len(self.levels) - 1 - h):
+                level = sorted(self.levels[h], key=_java_order)
+                start = len(level) & 1
+                if h + 1 == len(self.levels):
+                    self.levels.append([])
+                    self.compactions.append(0)
+                self.levels[h + 1].extend(level[start + _coin(salt, h, self.compactions[h])::2])
+                self.levels[h] = level[:start]
+                self.compactions[h] += 1
+            h += 1
+
+
+#: A compact node: (level, lo, rows, values).
+_CompactNode = tuple[int, int, int, _Values]
+
+
+class _Compact:
+    """The JVM's CompactQuantiles without its own now: the sketch's is used."""
+
+    __slots__ = ("window", "eps", "check", "height", "nodes", "pending")
+
+    def __init__(self, window: int, eps: float, nodes: list[_CompactNode]) -> None:
+        self.window = window
+        self.eps = eps
+        self.check = eps / 3
+        self.height = _dyadic.height_for(window)
+        self.nodes = nodes
+        self.pending: list[_CompactNode] = []
+
+    def copy(self) -> _Compact:
+        c = _Compact(self.window, self.eps, [(lv, lo, n, v.copy()) for lv, lo, n, v in self.nodes])
+        c.pending = [(lv, lo, n, v.copy()) for lv, lo, n, v in self.pending]
+        return c
+
+    def add(self, now: int, t: int, bits: int) -> None:
+        """A row already inside the window of ``now`` (NaN canonical)."""
+        last = self.pending[-1] if self.pending else None
+        if last is not None and last[0] == 0 and last[1] == t:
+            last[3].insert(bits, _leaf_capacity(self.eps), _salt(0, t))
+            self.pending[-1] = (0, t, last[2] + 1, last[3])
+        else:
+            values = _Values([[]], [0])
+            values.insert(bits, _leaf_capacity(self.eps), _salt(0, t))
+            self.add_pending(now, (0, t, 1, values))
+
+    def add_pending(self, now: int, node: _CompactNode) -> None:
+        self.pending.append(node)
+        if len(self.pending) >= max(_MIN_PENDING, len(self.nodes)):
+            self.compress(now)
+
+    def merge(self, now: int, other: _Compact) -> None:
+        for level, lo, rows, values in other.nodes + other.pending:
+            self.add_pending(now, (level, lo, rows, values.copy()))
+
+    def compress(self, now: int) -> None:
+        top, leaf, check = _top_capacity(self.eps), _leaf_capacity(self.eps), self.check
+
+        def combine(level: int, lo: int, first: _Values, second: _Values) -> _Values:
+            values = first.copy()
+            values.add_all(second)
+            values.compress(leaf if level == 0 else top, _salt(level, lo))
+            return values
+
+        def fold(k: int, lo: int, nodes: Sequence[_dyadic.Node], a: int, b: int, rows: int,
+                 rows_after: int) -> _dyadic.Node:
+            if k == 0 or (b - a == 1 and nodes[a][0] == k):
+                return nodes[a]
+            values = _Values([[]], [0])
+            for i in range(a, b):
+                values.add_all(nodes[i][3])
+            values.compress(_node_capacity(top, check, rows, rows_after), _salt(k, lo))
+            return (k, lo, rows, values)
+
+        gathered = _dyadic.gather(self.window, now, self.nodes, self.pending, combine)
+        self.nodes = _dyadic.collapse(self.height, check, gathered, fold)
+        self.pending = []
+
+    def answer(self, ps: list[float], end: int, length: int) -> list[float] | None:
+        """The estimates (CompactQuantiles.answerAt) for ``(end - length, end]``."""
+        held: list[tuple[int, int]] = []  # (value bits, weight)
+        inside = 0
+        for level, lo, rows, values in self.nodes + self.pending:
+            if lo <= end and _unsigned(end - lo) < length:
+                inside += rows
+                for h, level_values in enumerate(values.levels):
+                    held.extend((bits, 1 << h) for bits in level_values)
+        if not held:
+            return None
+        held.sort(key=lambda pair: _java_order(pair[0]))
+        cumulative = []
+        total = 0
+        for _, weight in held:
+            total += weight
+            cumulative.append(total)
+        answers = []
+        for p in ps:
+            t = max(1, math.ceil(p * inside))
+            answers.append(_double_of(held[min(bisect.bisect_left(cumulative, t),
+                                              len(held) - 1)][0]))
+        return answers
+
+    def count(self, end: int, length: int) -> int:
+        inside = straddling = 0
+        for level, lo, rows, _ in self.nodes + self.pending:
+            if lo <= end and _unsigned(end - lo) < length:
+                inside += rows
+            elif lo < end:
+                edge = min(_dyadic.last(level, lo), end)
+                if edge <= end and _unsigned(end - edge) < length:
+                    straddling += rows
+        return inside + straddling // 2
+
+    def problem(self, now: int) -> str | None:
+        """What the JVM's checkInvariant finds wrong with read nodes, or None."""
+        total = 0
+        for i, (_, _, rows, values) in enumerate(self.nodes):
+            if rows < 1 or total + rows > _LONG_MAX or values.weight() != rows:
+                return f"invalid values at node {i}"
+            total += rows
+        return _dyadic.structure_problem(self.window, now, self.check, self.height, self.nodes)
 
 
 @register_family
@@ -52,15 +277,23 @@ class PercentileSketch(WindowSketch):
     (3, True)
     """
 
-    __slots__ = ("_rows",)
-    # The rows of the window: (time, raw bits of the value), in any order.
+    __slots__ = ("_rows", "_compact")
+    # Exact mode: the rows of the window, (time, raw bits of the value), in any order.
     _rows: list[tuple[int, int]]
+    # Compact mode (then _rows is empty): the dyadic nodes of compacted values.
+    _compact: _Compact | None
 
     _family: ClassVar[str] = "a percentile sketch (window_percentile_sketch)"
-    _kind_names: ClassVar[dict[int, str]] = {_KIND_PERCENTILE: "percentile"}
+    _kind_names: ClassVar[dict[int, str]] = {_KIND_PERCENTILE: "percentile",
+                                             _KIND_PERCENTILE_COMPACT: "percentile_compact"}
 
     def _read(self, r: _Reader) -> None:
         self._check_eps(_MIN_EPS, 1.0)
+        self._compact = None
+        if self._kind == _KIND_PERCENTILE_COMPACT:
+            self._rows = []
+            self._compact = self._read_compact(r)
+            return
         n = r.varint()
         if n < 0 or n > _MAX_VALUES or (n > 0 and not self._has_time):
             raise InvalidSketchBytes(f"invalid row count {n}")
@@ -93,11 +326,73 @@ class PercentileSketch(WindowSketch):
         r.pos = pos
         self._rows = rows
 
+    def _read_compact(self, r: _Reader) -> _Compact:
+        limit = len(r.data)
+        n = r.varint()
+        if n < 0 or n > limit // 4 or (n > 0 and not self._has_time):
+            raise InvalidSketchBytes(f"invalid node count {n}")
+        now = self._now
+        nodes: list[_CompactNode] = []
+        previous = 0
+        for i in range(n):
+            level = r.byte()
+            step = r.varint() & _MASK64
+            if i == 0:
+                fits = step <= (now - _LONG_MIN) & _MASK64
+                lo = _signed(now - step)
+            else:
+                fits = step <= (_LONG_MAX - previous) & _MASK64
+                lo = _signed(previous + step)
+            if not fits:
+                raise InvalidSketchBytes(f"invalid node at position {i}")
+            rows = r.varint()
+            level_count = r.varint()
+            if level_count < 1 or level_count > 63:
+                raise InvalidSketchBytes(f"invalid values at node {i}")
+            levels: list[list[int]] = []
+            compactions: list[int] = []
+            for _ in range(level_count):
+                done = r.varint()
+                size = r.varint()
+                if done < 0 or size < 0 or size > limit // 8:
+                    raise InvalidSketchBytes(f"invalid values at node {i}")
+                values = []
+                previous_key = None
+                for _ in range(size):
+                    bits = r.long()
+                    key = _java_order(bits)
+                    if (previous_key is not None and key < previous_key) or (
+                            key == _CANONICAL_NAN and bits != _CANONICAL_NAN):
+                        raise InvalidSketchBytes(f"values out of order at node {i}")
+                    values.append(bits)
+                    previous_key = key
+                levels.append(values)
+                compactions.append(done)
+            nodes.append((level, lo, rows, _Values(levels, compactions)))
+            previous = lo
+        return _Compact(self._window, self._eps, nodes)
+
+    def _validate(self) -> None:
+        if self._compact is not None:
+            problem = self._compact.problem(self._now)
+            if problem is not None:
+                raise InvalidSketchBytes(problem)
+
+    @property
+    def is_compact(self) -> bool:
+        """True for the compact mode (kind 8): the window is a summary, its percentiles
+        approximate within the sketch's eps (docs/percentiles.md)."""
+        return self._compact is not None
+
     # -- queries ---------------------------------------------------------------------
 
     def count(self, as_of: AsOf | None = None, sub_window: SubWindow | None = None) -> int:
-        """The number of values in the window of :meth:`estimate`."""
+        """The number of values in the window of :meth:`estimate`; in compact mode the
+        middle of the range the summary certifies."""
         end, length = self._query_window(as_of, sub_window, "count")
+        compact = self._as_written()
+        if compact is not None:
+            return compact.count(end, length) if self._has_time else 0
         return len(self._values_in(end, length))
 
     def estimate(self, percentage: Percentage, as_of: AsOf | None = None,
@@ -123,6 +418,10 @@ class PercentileSketch(WindowSketch):
         if bad:
             raise ValueError(f"percentage must be in [0, 1], got {bad[0]!r}")
         end, length = self._query_window(as_of, sub_window, "estimate")
+        compact_state = self._as_written()
+        if compact_state is not None:
+            compact = compact_state.answer(percentages, end, length) if self._has_time else None
+            return compact if compact is None or several else compact[0]
         values = self._values_in(end, length) if self._has_time else []
         if not values:
             return None
@@ -140,16 +439,64 @@ class PercentileSketch(WindowSketch):
 
     def _own_state(self) -> None:
         self._rows = list(self._rows)
+        if self._compact is not None:
+            self._compact = self._compact.copy()
+
+    def _as_written(self) -> _Compact | None:
+        """The compact state the sketch's bytes hold, as the JVM reads them back (None for
+        the exact form): a merge of exact sketches past the exact limit is written, and so
+        answers, in the compact form."""
+        if self._compact is not None:
+            if self._compact.pending:
+                self._compact.compress(self._now)
+            return self._compact
+        if self._written_kind() == _KIND_PERCENTILE:
+            return None
+        copy = self._copy()
+        assert isinstance(copy, PercentileSketch)
+        compact = copy._to_compact()
+        compact.compress(self._now)
+        return compact
+
+    def _to_compact(self) -> _Compact:
+        """SlidingQuantiles.toCompact: the window's rows into a compact state, in time order
+        (equal times by value), so the state depends on the rows only."""
+        if self._compact is None:
+            self._compact = _Compact(self._window, self._eps, [])
+            self._replay(self._rows)
+            self._rows = []
+        return self._compact
+
+    def _replay(self, rows: list[tuple[int, int]]) -> None:
+        assert self._compact is not None
+        for t, bits in sorted((row for row in rows if self._in_window(row[0])),
+                              key=lambda row: (row[0], _java_order(row[1]))):
+            self._compact.add(self._now, t, _CANONICAL_NAN if _java_order(bits) ==
+                              _CANONICAL_NAN else bits)
 
     def _merge_state(self, other: WindowSketch) -> None:
         assert isinstance(other, PercentileSketch)
-        rows = [row for row in self._rows + other._rows if self._in_window(row[0])]
-        if len(rows) > _MAX_VALUES:
-            raise ValueError(f"the window holds more than {_MAX_VALUES} values, the most "
-                             "the exact mode keeps")
-        self._rows = rows
+        if (self._compact is not None or other._compact is not None
+                or len(self._rows) + len(other._rows) > _MAX_VALUES):
+            compact = self._to_compact()
+            if other._compact is not None:
+                compact.merge(self._now, other._compact)
+            else:
+                self._replay(other._rows)
+            return
+        self._rows = [row for row in self._rows + other._rows if self._in_window(row[0])]
+
+    def _written_kind(self) -> int:
+        if self._compact is not None or (
+                sum(1 for row in self._rows if self._in_window(row[0]))
+                > _exact_limit(self._eps)):
+            return _KIND_PERCENTILE_COMPACT
+        return _KIND_PERCENTILE
 
     def _write(self, w: _Writer) -> None:
+        if self._written_kind() == _KIND_PERCENTILE_COMPACT:
+            self._write_compact(w)
+            return
         rows = sorted((row for row in self._rows if self._in_window(row[0])),
                       key=lambda row: (-row[0], _java_order(row[1])))
         w.varint(len(rows))
@@ -158,3 +505,22 @@ class PercentileSketch(WindowSketch):
             w.varint(previous - t)
             w.long(bits)
             previous = t
+
+    def _write_compact(self, w: _Writer) -> None:
+        copy = self if self._compact is not None else self._copy()
+        assert isinstance(copy, PercentileSketch)
+        compact = copy._to_compact()
+        compact.compress(self._now)
+        w.varint(len(compact.nodes))
+        previous = self._now
+        for i, (level, lo, rows, values) in enumerate(compact.nodes):
+            w.byte(level)
+            w.varint(self._now - lo if i == 0 else lo - previous)
+            w.varint(rows)
+            w.varint(len(values.levels))
+            for h, level_values in enumerate(values.levels):
+                w.varint(values.compactions[h])
+                w.varint(len(level_values))
+                for bits in sorted(level_values, key=_java_order):
+                    w.long(bits)
+            previous = lo

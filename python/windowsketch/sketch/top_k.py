@@ -12,6 +12,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
+from windowsketch.sketch import _dyadic
 from windowsketch.sketch._base import (_EPOCH, _LONG_MAX, _LONG_MIN, _MASK64, _MIN_EPS, AsOf,
                                        InvalidSketchBytes, SubWindow, WindowSketch, _Reader,
                                        _signed, _unsigned, _Writer, register_family)
@@ -53,7 +54,7 @@ class _Summary(NamedTuple):
 
 
 #: A node: (level, lo, rows, summary).
-_Node = tuple[int, int, int, _Summary]
+_Node = _dyadic.Node
 
 
 def _capacity(eps: float) -> int:
@@ -153,7 +154,7 @@ class TopKSketch(WindowSketch):
     _kind_names: ClassVar[dict[int, str]] = {_KIND_TOP_K: "top_k"}
 
     def _height(self) -> int:
-        return min(62, (self._window - 1).bit_length())
+        return _dyadic.height_for(self._window)
 
     @property
     def item_type(self) -> str:
@@ -203,8 +204,8 @@ class TopKSketch(WindowSketch):
         self._merged = False
 
     def _validate(self) -> None:
-        problem = _Dyadic.invariant_problem(self._window, self._now, self._check,
-                                            self._height(), _capacity(self._eps), self._nodes)
+        problem = _invariant_problem(self._window, self._now, self._check, self._height(),
+                                     _capacity(self._eps), self._nodes)
         if problem is not None:
             raise InvalidSketchBytes(problem)
 
@@ -239,7 +240,7 @@ class TopKSketch(WindowSketch):
             if lo <= end and _unsigned(end - lo) < length:
                 inside.append(summary)
             elif lo < end:
-                last = min(_Dyadic.last(level, lo), end)
+                last = min(_dyadic.last(level, lo), end)
                 if _unsigned(end - last) < length:
                     straddling.append(summary)
         lower = _sum(inside, _LONG_MAX)
@@ -290,9 +291,8 @@ class TopKSketch(WindowSketch):
 
     def _compress(self) -> tuple[list[_Node], float]:
         if self._compressed is None:
-            self._compressed = _Dyadic.compress(self._window, self._now, self._height(),
-                                                self._check, _capacity(self._eps), self._nodes,
-                                                self._pending)
+            self._compressed = _compress(self._window, self._now, self._height(), self._check,
+                                         _capacity(self._eps), self._nodes, self._pending)
         return self._compressed
 
     def _write(self, w: _Writer) -> None:
@@ -316,132 +316,32 @@ class TopKSketch(WindowSketch):
             previous = lo
 
 
-class _Dyadic:
-    """SlidingTopK's node arithmetic, on nodes (level, lo, rows, summary) in pre-order."""
+def _compress(window: int, now: int, height: int, check: float, capacity: int,
+              nodes: list[_Node], pending: list[_Node]) -> tuple[list[_Node], float]:
+    """SlidingTopK.compress: gather, collapse, and past the node cap double c and collapse
+    again."""
+    def fold(k: int, lo: int, nodes: Sequence[_Node], a: int, b: int, rows: int,
+             _after: int) -> _Node:
+        return (k, lo, rows, _sum([nodes[i][3] for i in range(a, b)], capacity))
 
-    @staticmethod
-    def last(level: int, lo: int) -> int:
-        return _signed(lo + ((1 << level) - 1))
+    gathered = _dyadic.gather(window, now, nodes, pending,
+                              lambda _level, _lo, x, y: _sum([x, y], capacity))
+    collapsed = _dyadic.collapse(height, check, gathered, fold)
+    while len(collapsed) > _MAX_NODES and check < _MAX_CHECK:
+        check *= 2
+        collapsed = _dyadic.collapse(height, check, collapsed, fold)
+    return collapsed, check
 
-    @staticmethod
-    def first_after(los: Sequence[int], ts: int, start: int, stop: int) -> int:
-        low, high = start, stop
-        while low < high:
-            mid = (low + high) >> 1
-            if los[mid] > ts:
-                high = mid
-            else:
-                low = mid + 1
-        return low
 
-    @staticmethod
-    def compress(window: int, now: int, height: int, check: float, capacity: int,
-                 nodes: list[_Node], pending: list[_Node]) -> tuple[list[_Node], float]:
-        def after_edge(ts: int) -> bool:
-            return ts > now or _unsigned(now - ts) < window
-
-        ordered = sorted(pending, key=lambda node: (node[1], -node[0]))
-        gathered: list[_Node] = []
-        a = b = 0
-        while a < len(nodes) or b < len(ordered):
-            from_pending = a == len(nodes) or (
-                b < len(ordered) and (ordered[b][1], -ordered[b][0]) < (nodes[a][1], -nodes[a][0]))
-            if from_pending:
-                node = ordered[b]
-                b += 1
-            else:
-                node = nodes[a]
-                a += 1
-            level, lo, total, summary = node
-            if not after_edge(_Dyadic.last(level, lo)):
-                continue
-            if gathered and gathered[-1][0] == level and gathered[-1][1] == lo:
-                previous = gathered[-1]
-                gathered[-1] = (level, lo, previous[2] + total,
-                                _sum([previous[3], summary], capacity))
-            else:
-                gathered.append(node)
-        collapsed = _Dyadic.collapse(height, check, capacity, gathered)
-        while len(collapsed) > _MAX_NODES and check < _MAX_CHECK:
-            check *= 2
-            collapsed = _Dyadic.collapse(height, check, capacity, collapsed)
-        return collapsed, check
-
-    @staticmethod
-    def collapse(height: int, check: float, capacity: int, nodes: list[_Node]) -> list[_Node]:
-        n = len(nodes)
-        after = [0] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            after[i] = after[i + 1] + nodes[i][2]
-        los = [node[1] for node in nodes]
-        out: list[_Node] = []
-        first_after = _Dyadic.first_after
-
-        def visit(k: int, lo: int, a: int, b: int, above: int) -> None:
-            subtree = after[a] - after[b]
-            if k == 0 or float(subtree + above + 1) <= check * float(after[b]):
-                out.append((k, lo, subtree, _sum([nodes[i][3] for i in range(a, b)], capacity)))
-                return
-            if b - a == 1:
-                out.append(nodes[a])
-                return
-            holds = nodes[a][0] == k and nodes[a][1] == lo
-            if holds:
-                out.append(nodes[a])
-            start = a + 1 if holds else a
-            below = above + nodes[a][2] if holds else above
-            mid = lo + (1 << (k - 1))
-            m = first_after(los, mid - 1, start, b)
-            if start < m:
-                visit(k - 1, lo, start, m, below)
-            if m < b:
-                visit(k - 1, mid, m, b, below)
-
-        root_mask = -1 << height
-        a = 0
-        while a < n:
-            root_lo = los[a] & root_mask
-            b = first_after(los, _Dyadic.last(height, root_lo), a, n)
-            visit(height, root_lo, a, b, 0)
-            a = b
-        return out
-
-    @staticmethod
-    def invariant_problem(window: int, now: int, check: float, height: int, capacity: int,
-                          nodes: Sequence[_Node]) -> str | None:
-        """What the JVM's checkInvariant finds wrong with stored nodes, or None."""
-        total = 0
-        for i, (_, _, rows, s) in enumerate(nodes):
-            if (rows < 1 or total + rows > _LONG_MAX or len(s.items) > capacity or s.error < 0
-                    or any(c < 1 for c in s.counts)
-                    or any(s.items[j - 1] >= s.items[j] for j in range(1, len(s.items)))
-                    or sum(s.counts) + (capacity + 1) * s.error > rows):
-                return f"invalid item counts at node {i}"
-            total += rows
-        after = [0] * (len(nodes) + 1)
-        for i in range(len(nodes) - 1, -1, -1):
-            after[i] = after[i + 1] + nodes[i][2]
-        los = [node[1] for node in nodes]
-        last = _Dyadic.last
-        stack: list[int] = []
-        with_above: list[int] = []
-        for i, (level, lo, rows, _) in enumerate(nodes):
-            if i > 0 and not (los[i - 1] < lo or (los[i - 1] == lo and nodes[i - 1][0] > level)):
-                return f"nodes out of order at {i}"
-            if level < 0 or level > height or lo & ((1 << level) - 1):
-                return f"invalid node at {i}"
-            node_last = last(level, lo)
-            if lo > now or not (node_last > now or _unsigned(now - node_last) < window):
-                return f"node {i} lies outside the window"
-            while stack and not node_last <= last(nodes[stack[-1]][0], los[stack[-1]]):
-                stack.pop()
-                with_above.pop()
-            if len(stack) > height:
-                return "nodes nest deeper than the tree"
-            t = (with_above[-1] if stack else 0) + rows
-            if level > 0 and not float(t + 1) <= check * float(
-                    after[_Dyadic.first_after(los, node_last, i + 1, len(nodes))]):
-                return f"invariant broken at node {i} (level {level})"
-            stack.append(i)
-            with_above.append(t)
-        return None
+def _invariant_problem(window: int, now: int, check: float, height: int, capacity: int,
+                       nodes: Sequence[_Node]) -> str | None:
+    """What the JVM's SlidingTopK.checkInvariant finds wrong with stored nodes, or None."""
+    total = 0
+    for i, (_, _, rows, s) in enumerate(nodes):
+        if (rows < 1 or total + rows > _LONG_MAX or len(s.items) > capacity or s.error < 0
+                or any(c < 1 for c in s.counts)
+                or any(s.items[j - 1] >= s.items[j] for j in range(1, len(s.items)))
+                or sum(s.counts) + (capacity + 1) * s.error > rows):
+            return f"invalid item counts at node {i}"
+        total += rows
+    return _dyadic.structure_problem(window, now, check, height, nodes)

@@ -425,6 +425,45 @@ private object NodeOrder {
     low
   }
 
+  /**
+   * What is wrong with nodes (level, lo, rows) of a sketch whose subtrees collapse under
+   * (I) n_T + 1 <= check n_R (top-k, compact percentiles), if anything: pre-order, aligned,
+   * inside the window of `now` and none after it, nested within the tree, and (I) at every
+   * internal node.
+   */
+  def structureProblem(levels: Array[Int], los: Array[Long], totals: Array[Long], height: Int,
+      now: Long, window: Long, check: Double): Option[String] = {
+    val n = levels.length
+    def last(level: Int, lo: Long): Long = lo + ((1L << level) - 1)
+    val after = new Array[Long](n + 1)
+    var i = n - 1
+    while (i >= 0) { after(i) = after(i + 1) + totals(i); i -= 1 }
+    val stack = new Array[Int](height + 2)
+    val withAbove = new Array[Long](height + 2)
+    var depth = 0
+    i = 0
+    while (i < n) {
+      val (level, lo) = (levels(i), los(i))
+      if (i > 0 && !before(levels(i - 1), los(i - 1), level, lo)) return Some(s"nodes out of order at $i")
+      if (level < 0 || level > height || (lo & ((1L << level) - 1)) != 0) return Some(s"invalid node at $i")
+      val edge = last(level, lo)
+      if (lo > now || !(edge > now || java.lang.Long.compareUnsigned(now - edge, window) < 0)) {
+        return Some(s"node $i lies outside the window")
+      }
+      while (depth > 0 && !(edge <= last(levels(stack(depth - 1)), los(stack(depth - 1))))) depth -= 1
+      if (depth > height) return Some("nodes nest deeper than the tree")
+      val t = (if (depth == 0) 0L else withAbove(depth - 1)) + totals(i)
+      if (level > 0 && !(t + 1 <= check * after(firstAfter(los, edge, i + 1, n)))) {
+        return Some(s"invariant broken at node $i (level $level)")
+      }
+      stack(depth) = i
+      withAbove(depth) = t
+      depth += 1
+      i += 1
+    }
+    None
+  }
+
   /** Pre-order: node (level x, lo x) comes before node (level y, lo y). */
   def before(levelX: Int, loX: Long, levelY: Int, loY: Long): Boolean =
     loX < loY || (loX == loY && levelX > levelY)

@@ -177,7 +177,10 @@ final class LivePercentileSlide(val quantiles: SlidingQuantiles, percentages: Ar
   def isEmpty: Boolean = quantiles.count == 0L
   def end: Option[Long] = if (quantiles.hasTime) Some(quantiles.now) else None
   /** The values at the percentages, or null for an empty window. */
-  def answer: Array[Double] = if (isEmpty) null else percentages.map(quantiles.quantile)
+  def answer: Array[Double] = {
+    val a = quantiles.answers(percentages)
+    if (a == null || a.estimates.isEmpty) null else a.estimates
+  }
   private[core] def writeTo(out: ByteWriter): Unit =
     LiveWindow.writeBytes(out, SketchFormat.serializeQuantiles(quantiles))
 }

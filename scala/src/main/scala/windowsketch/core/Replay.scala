@@ -359,6 +359,71 @@ object Replay {
     out.array()
   }
 
+  /**
+   * The compact percentiles ([[CompactQuantiles]]) of the rows, split into partial sketches
+   * by `parts` (a byte per row) fed in the given order. With `everyRow`, one partial only,
+   * an answer after every row; otherwise the partials merged in a linear fold, one answer.
+   * Each answer: inside rows, straddling rows, spread, variance, then per percentage the
+   * estimate (NaN for none), lower, 1 if lower is certified, upper and 1 if upper is
+   * certified, as big-endian doubles.
+   */
+  def compactQuantiles(window: Long, eps: Double, timestamps: Array[Byte], values: Array[Byte],
+      present: Array[Byte], parts: Array[Byte], percentageBytes: Array[Byte],
+      everyRow: Boolean): Array[Byte] = {
+    val percentages = doubles(percentageBytes)
+    val partials = scala.collection.mutable.TreeMap.empty[Int, CompactQuantiles]
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    val answers = if (everyRow) present.length else 1
+    val out = ByteBuffer.allocate(8 * answers * (4 + 5 * percentages.length))
+    def flag(b: Boolean): Double = if (b) 1.0 else 0.0
+    def put(a: CompactAnswer): Unit = {
+      out.putDouble(a.inside.toDouble).putDouble(a.straddling.toDouble)
+        .putDouble(a.spread.toDouble).putDouble(a.variance)
+      percentages.indices.foreach { j =>
+        out.putDouble(if (a.estimates.isEmpty) Double.NaN else a.estimates(j))
+          .putDouble(a.lower(j)).putDouble(flag(a.hasLower(j)))
+          .putDouble(a.upper(j)).putDouble(flag(a.hasUpper(j)))
+      }
+    }
+    var i = 0
+    while (i < present.length) {
+      val s = partials.getOrElseUpdate(parts(i).toInt, new CompactQuantiles(window, eps))
+      val ts = t.getLong()
+      val value = v.getDouble()
+      if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
+      if (everyRow) put(s.answer(percentages))
+      i += 1
+    }
+    if (!everyRow) {
+      val total = new CompactQuantiles(window, eps)
+      partials.values.foreach(total.merge)
+      put(total.answer(percentages))
+    }
+    out.array()
+  }
+
+  /**
+   * `rows` rows in time order, one a position, values from a fixed-seed generator (uniform,
+   * or a slow increasing drift with noise when `drift`), into a compact percentile sketch
+   * of window `window`: its values held, nodes, and the window's inside rows, straddling
+   * rows and variance at the end, as longs (the variance rounded).
+   */
+  def compactState(window: Long, eps: Double, rows: Long, drift: Boolean): Array[Long] = {
+    val s = new CompactQuantiles(window, eps)
+    var x = 0x2545F4914F6CDD1DL
+    var i = 0L
+    while (i < rows) {
+      x ^= x << 13; x ^= x >>> 7; x ^= x << 17
+      val noise = (x >>> 11).toDouble / (1L << 53)
+      s.add(i, if (drift) i.toDouble + rows * 0.01 * noise else noise)
+      i += 1
+    }
+    s.compress()
+    val a = s.answer(Array(0.5))
+    Array(s.retained, s.nodeCount.toLong, a.inside, a.straddling, math.round(a.variance))
+  }
+
   /** A percentile sketch of these rows (any order), for format tests. */
   def quantileSketch(window: Long, eps: Double, microseconds: Boolean, timestamps: Array[Byte],
       values: Array[Byte]): SlidingQuantiles = {

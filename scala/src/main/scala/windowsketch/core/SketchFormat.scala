@@ -22,12 +22,14 @@ object SketchFormat {
   val KindTopK: Byte = 6
   /** Kind byte: the sliding HyperLogLog of kind 3, only the registers holding pairs. */
   val KindDistinctSparse: Byte = 7
+  /** Kind byte: the percentiles' compact mode, dyadic nodes each with compacted values. */
+  val KindQuantilesCompact: Byte = 8
 
   /** What each kind is, as users know it: for the error when a reader gets another kind. */
   private def describeKind(kind: Byte): String = kind match {
     case KindHistogram | KindDyadic => "a count sketch (window_sketch)"
     case KindDistinct | KindDistinctSparse => "a distinct-count sketch (window_distinct_sketch)"
-    case KindQuantiles => "a percentile sketch (window_percentile_sketch)"
+    case KindQuantiles | KindQuantilesCompact => "a percentile sketch (window_percentile_sketch)"
     case KindMoments => "a moments sketch (window_moments_sketch)"
     case KindTopK => "a top-k sketch (window_top_k_sketch)"
     case other => throw new CorruptSketchException(s"unknown sketch kind $other")
@@ -269,9 +271,17 @@ object SketchFormat {
    * value's 8 bytes.
    */
   def serializeQuantiles(s: SlidingQuantiles): Array[Byte] = {
+    if (s.isCompact) return serializeCompactQuantiles(s.compact)
     val rows = new Array[(Long, Double)](s.heldCount)
     var n = 0
     s.foreachInWindow { (t, v) => rows(n) = (t, v); n += 1 }
+    if (n > CompactQuantiles.exactLimit(s.eps)) {
+      val compact = new SlidingQuantiles(s.window, s.eps)
+      compact.microsecondTime = s.microsecondTime
+      compact.merge(s)
+      compact.toCompact()
+      return serializeCompactQuantiles(compact.compact)
+    }
     val ordered = rows.take(n).sortWith { (a, b) =>
       a._1 > b._1 || (a._1 == b._1 && java.lang.Double.compare(a._2, b._2) < 0)
     }
@@ -286,13 +296,47 @@ object SketchFormat {
     finish(out)
   }
 
-  /** Reads [[serializeQuantiles]], validated like the other kinds. */
+  /**
+   * A percentile sketch in compact mode (kind 8): the header, the node count, then the
+   * nodes in pre-order, each as its level, its lo (a step back from now for the first,
+   * forward from the previous one after), its row count and its level count, then per
+   * level its compactions, its value count and its values' 8 bytes, ascending.
+   */
+  def serializeCompactQuantiles(s: CompactQuantiles): Array[Byte] = {
+    val nodes = s.compressedNodes
+    val out = header(KindQuantilesCompact, s.window, s.eps, s.hasTime, s.microsecondTime, s.now,
+      16 * nodes.size + 8 * s.retained.toInt)
+    out.varint(nodes.size)
+    var previous = 0L
+    var first = true
+    nodes.foreach { node =>
+      out.byte(node.level)
+      out.varint(if (first) s.now - node.lo else node.lo - previous)
+      out.varint(node.total)
+      val summary = node.summary
+      out.varint(summary.levelCount)
+      var h = 0
+      while (h < summary.levelCount) {
+        out.varint(summary.compactionsAt(h))
+        val values = summary.sortedLevel(h)
+        out.varint(values.length)
+        values.foreach(v => out.long(java.lang.Double.doubleToRawLongBits(v)))
+        h += 1
+      }
+      previous = node.lo
+      first = false
+    }
+    finish(out)
+  }
+
+  /** Reads [[serializeQuantiles]] (either kind), validated like the other kinds. */
   def deserializeQuantiles(bytes: Array[Byte]): SlidingQuantiles = {
     val (in, h) = readHeader(bytes)
     requireFamily(h.kind, KindQuantiles)
     if (!(h.eps >= ExponentialHistogram.MinEps && h.eps < 1.0)) {
       throw new CorruptSketchException(s"invalid parameters window=${h.window}, eps=${h.eps}")
     }
+    if (h.kind == KindQuantilesCompact) return SlidingQuantiles.ofCompact(readCompactQuantiles(in, h, bytes.length))
     val n = in.varint()
     if (n < 0 || n > SlidingQuantiles.MaxValues || (n > 0 && !h.hasTime)) {
       throw new CorruptSketchException(s"invalid row count $n")
@@ -468,6 +512,60 @@ object SketchFormat {
     s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
     s
   }
+
+  private def readCompactQuantiles(in: ByteReader, h: Header, length: Int): CompactQuantiles = {
+    val s = new CompactQuantiles(h.window, h.eps)
+    s.microsecondTime = h.microseconds
+    val n = in.varint()
+    // A node takes at least 4 bytes.
+    if (n < 0 || n > length / 4 || (n > 0 && !h.hasTime)) throw new CorruptSketchException(s"invalid node count $n")
+    val nodes = new scala.collection.mutable.ArrayBuffer[QuantileNode](n.toInt)
+    var previous = 0L
+    var i = 0
+    while (i < n) {
+      val level = in.byte().toInt
+      val step = in.varint()
+      val fits = if (i == 0) java.lang.Long.compareUnsigned(step, h.now - Long.MinValue) <= 0
+        else java.lang.Long.compareUnsigned(step, Long.MaxValue - previous) <= 0
+      if (!fits) throw new CorruptSketchException(s"invalid node at position $i")
+      val lo = if (i == 0) h.now - step else previous + step
+      val total = in.varint()
+      val levelCount = in.varint()
+      if (levelCount < 1 || levelCount > 63) throw new CorruptSketchException(s"invalid values at node $i")
+      val levels = new Array[Array[Double]](levelCount.toInt)
+      val compactions = new Array[Long](levelCount.toInt)
+      var l = 0
+      while (l < levelCount) {
+        compactions(l) = in.varint()
+        val size = in.varint()
+        if (compactions(l) < 0 || size < 0 || size > length / 8) {
+          throw new CorruptSketchException(s"invalid values at node $i")
+        }
+        val values = new Array[Double](size.toInt)
+        var j = 0
+        while (j < size) {
+          values(j) = java.lang.Double.longBitsToDouble(in.long())
+          if ((j > 0 && java.lang.Double.compare(values(j - 1), values(j)) > 0) ||
+              (java.lang.Double.isNaN(values(j)) &&
+                java.lang.Double.doubleToRawLongBits(values(j)) != CanonicalNaN)) {
+            throw new CorruptSketchException(s"values out of order at node $i")
+          }
+          j += 1
+        }
+        levels(l) = values
+        l += 1
+      }
+      nodes += new QuantileNode(level, lo, total, QuantileSummary.restore(levels, compactions))
+      previous = lo
+      i += 1
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    s.restore(h.hasTime, h.now, nodes)
+    s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+    s
+  }
+
+  private val CanonicalNaN = java.lang.Double.doubleToRawLongBits(Double.NaN)
 
   private def writeBytes(out: ByteWriter, b: Array[Byte]): Unit = {
     out.varint(b.length)

@@ -17,8 +17,9 @@ package windowsketch.core
  *    on the next query (a sort of the window's values). Rows that do not move `now` (a
  *    descending frame's) still go straight into the view: O(log n) each.
  *
- * The compact mode for windows too large to hold (docs/percentiles.md, "Compact mode")
- * comes behind the same interface.
+ * Past [[SlidingQuantiles.MaxValues]] values (and whenever a compact sketch is merged in)
+ * it turns into the compact mode ([[CompactQuantiles]]) for good: a summary of the window
+ * with a stated rank error instead of its rows (docs/percentiles.md, "Compact mode").
  */
 final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAxis {
   ExponentialHistogram.checkParameters(window, eps)
@@ -40,15 +41,25 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
   private var seenAny = false
   private var nowTs = 0L
 
-  def hasTime: Boolean = seenAny
-  def now: Long = nowTs
+  // The compact mode: once set, it holds the window and the fields above stay empty.
+  private var compactWindow: CompactQuantiles = null
+
+  def hasTime: Boolean = if (compactWindow != null) compactWindow.hasTime else seenAny
+  def now: Long = if (compactWindow != null) compactWindow.now else nowTs
+
+  /** True once the window is held as a summary rather than as its rows. */
+  def isCompact: Boolean = compactWindow != null
+
+  /** The compact mode's summary (null in exact mode). */
+  def compact: CompactQuantiles = compactWindow
 
   /** Rows held, including expired ones a merge or an out-of-order row left behind. */
   def heldCount: Int = held
 
   /** Moves `now` forward without a value (a row whose value is NULL). */
   def advanceTo(ts: Long): Unit =
-    if (!seenAny || ts > nowTs) {
+    if (compactWindow != null) compactWindow.advanceTo(ts)
+    else if (!seenAny || ts > nowTs) {
       nowTs = ts
       seenAny = true
       // Out of order the ring's head need not be its oldest row: rebuild on the next query.
@@ -60,6 +71,8 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
    * (`java.lang.Double.compare`: -0.0 before 0.0, NaN after everything).
    */
   def add(ts: Long, value: Double): Unit = {
+    if (compactWindow == null && held == SlidingQuantiles.MaxValues) toCompact()
+    if (compactWindow != null) { compactWindow.add(ts, value); return }
     val ordered = !seenAny || ts >= nowTs
     advanceTo(ts)
     if (!inWindow(ts)) return
@@ -76,6 +89,16 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
         s"cannot merge percentile sketches of (window, eps) ($window, $eps) and " +
           s"(${other.window}, ${other.eps})")
     }
+    if (compactWindow != null || other.compactWindow != null ||
+        held.toLong + other.held > SlidingQuantiles.MaxValues) {
+      toCompact()
+      if (other.compactWindow != null) compactWindow.merge(other.compactWindow)
+      else {
+        if (other.seenAny) compactWindow.advanceTo(other.nowTs)
+        other.foreachInWindow((t, v) => compactWindow.add(t, v))
+      }
+      return
+    }
     if (other.seenAny) advanceTo(other.nowTs)
     var i = 0
     while (i < other.held) {
@@ -86,8 +109,52 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
     if (other.held > 0) { inOrder = false; sortedValid = false }
   }
 
-  /** The number of non-NULL values in the window. */
-  def count: Long = { ensureSorted(); sorted.size }
+  /**
+   * The number of non-NULL values in the window; in compact mode the middle of the range
+   * the summary certifies (0 only for an empty window).
+   */
+  def count: Long =
+    if (compactWindow != null) compactWindow.answer(Array.emptyDoubleArray).count
+    else { ensureSorted(); sorted.size }
+
+  /**
+   * Each percentage's answer for the window ending at now, with its bounds: the exact
+   * percentile three times in exact mode, [[CompactAnswer]]'s in compact mode. Null when
+   * the window holds no value.
+   */
+  def answers(ps: Array[Double]): CompactAnswer =
+    if (compactWindow != null) compactWindow.answer(ps)
+    else {
+      ensureSorted()
+      if (sorted.size == 0) null
+      else {
+        val exact = ps.map(quantile)
+        val found = Array.fill(ps.length)(true)
+        new CompactAnswer(exact, exact, exact, found, found, sorted.size, 0L, 0L, 0.0)
+      }
+    }
+
+  /**
+   * The compact mode from here on: the window's rows go into a [[CompactQuantiles]] in
+   * time order (equal times by value), so the summary depends on the rows only.
+   */
+  def toCompact(): Unit =
+    if (compactWindow == null) {
+      val c = new CompactQuantiles(window, eps)
+      c.microsecondTime = microsecondTime
+      if (seenAny) c.advanceTo(nowTs)
+      val rows = new Array[Long](held)
+      val rowValues = new Array[Double](held)
+      var n = 0
+      foreachInWindow { (t, v) => rows(n) = t; rowValues(n) = v; n += 1 }
+      SlidingQuantiles.inTimeOrder(rows, rowValues, n).foreach(i => c.add(rows(i), rowValues(i)))
+      compactWindow = c
+      times = Array.emptyLongArray
+      values = Array.emptyDoubleArray
+      head = 0
+      held = 0
+      sorted.clear()
+    }
 
   /**
    * Spark's percentile of the window's values: the value at 1-based rank ceil(p n) of the
@@ -96,6 +163,10 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
    */
   def quantile(p: Double): Double = {
     require(p >= 0 && p <= 1, s"percentage must be in [0, 1], got $p")
+    if (compactWindow != null) {
+      val a = compactWindow.answer(Array(p))
+      return if (a.estimates.isEmpty) Double.NaN else a.estimates(0)
+    }
     ensureSorted()
     if (sorted.size == 0) Double.NaN
     else sorted.select(SlidingQuantiles.rankIndex(p, sorted.size))
@@ -107,6 +178,10 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
    * sub-window holds no value. A sort of the sub-window's values.
    */
   def quantilesAt(ps: Array[Double], end: Long, length: Long): Array[Double] = {
+    if (compactWindow != null) {
+      val a = compactWindow.answerAt(ps, end, length)
+      return if (a.estimates.isEmpty) null else a.estimates
+    }
     val inside = new Array[Double](held)
     var n = 0
     foreachInWindow { (t, v) =>
@@ -221,6 +296,26 @@ final class WindowTooLargeException(limit: Int) extends IllegalStateException(
 object SlidingQuantiles {
   /** The most values the exact mode holds: 2^24 rows take 256 MB of heap. */
   val MaxValues: Int = 1 << 24
+
+  /** A sketch in compact mode holding `summary` (read from bytes). */
+  def ofCompact(summary: CompactQuantiles): SlidingQuantiles = {
+    val s = new SlidingQuantiles(summary.window, summary.eps)
+    s.microsecondTime = summary.microsecondTime
+    s.compactWindow = summary
+    s
+  }
+
+  /** The indices of the n rows by time, then value (`Double.compare`). */
+  private def inTimeOrder(times: Array[Long], values: Array[Double], n: Int): Array[Int] = {
+    val boxed = Array.range(0, n).map(Int.box)
+    java.util.Arrays.sort(boxed, new java.util.Comparator[Integer] {
+      def compare(a: Integer, b: Integer): Int = {
+        val c = java.lang.Long.compare(times(a), times(b))
+        if (c != 0) c else java.lang.Double.compare(values(a), values(b))
+      }
+    })
+    boxed.map(_.intValue)
+  }
 
   /** The 0-based index of Spark's percentile among n ascending values: ceil(p n) - 1. */
   def rankIndex(p: Double, n: Int): Int = math.max(math.ceil(p * n).toLong - 1, 0L).toInt

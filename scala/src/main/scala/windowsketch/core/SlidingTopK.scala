@@ -314,35 +314,8 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
       total += node.total
       i += 1
     }
-    val after = new Array[Long](nodes.size + 1)
-    i = nodes.size - 1
-    while (i >= 0) { after(i) = after(i + 1) + nodes(i).total; i -= 1 }
-    val los = nodes.map(_.lo).toArray
-    val stack = new Array[Int](height + 2)
-    val withAbove = new Array[Long](height + 2)
-    var depth = 0
-    i = 0
-    while (i < nodes.size) {
-      val (level, lo) = (nodes(i).level, nodes(i).lo)
-      if (i > 0 && !NodeOrder.before(nodes(i - 1).level, nodes(i - 1).lo, level, lo)) {
-        return Some(s"nodes out of order at $i")
-      }
-      if (level < 0 || level > height || (lo & ((1L << level) - 1)) != 0) return Some(s"invalid node at $i")
-      if (lo > nowTs || !afterEdge(last(level, lo))) return Some(s"node $i lies outside the window")
-      while (depth > 0 && !(last(level, lo) <= last(nodes(stack(depth - 1)).level, nodes(stack(depth - 1)).lo))) {
-        depth -= 1
-      }
-      if (depth > height) return Some("nodes nest deeper than the tree")
-      val t = (if (depth == 0) 0L else withAbove(depth - 1)) + nodes(i).total
-      if (level > 0 && !(t + 1 <= check * after(NodeOrder.firstAfter(los, last(level, lo), i + 1, nodes.size)))) {
-        return Some(s"invariant broken at node $i (level $level)")
-      }
-      stack(depth) = i
-      withAbove(depth) = t
-      depth += 1
-      i += 1
-    }
-    None
+    NodeOrder.structureProblem(nodes.map(_.level).toArray, nodes.map(_.lo).toArray,
+      nodes.map(_.total).toArray, height, nowTs, window, check)
   }
 }
 

@@ -76,9 +76,11 @@ case class ApproxWindowPercentile(
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(super.checkInputDataTypes(), checkPercentages).find(_.isFailure).getOrElse(TypeCheckSuccess)
 
-  override def eval(buffer: SlidingQuantiles): Any =
-    if (buffer.count == 0) null
-    else answer(percentages.map(p => ApproxWindowPercentile.fromDouble(buffer.quantile(p), valueType)))
+  override def eval(buffer: SlidingQuantiles): Any = {
+    val a = buffer.answers(percentages)
+    if (a == null || a.estimates.isEmpty) null
+    else answer(a.estimates.map(v => ApproxWindowPercentile.fromDouble(v, valueType)))
+  }
 
   override def nullable: Boolean = true
 
@@ -145,13 +147,18 @@ case class ApproxWindowPercentileBounds(
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(super.checkInputDataTypes(), checkPercentages).find(_.isFailure).getOrElse(TypeCheckSuccess)
 
-  // The exact mode's answer is the exact percentile, so it is both its bounds.
-  override def eval(buffer: SlidingQuantiles): Any =
-    if (buffer.count == 0) null
-    else answer(percentages.map { p =>
-      val v = ApproxWindowPercentile.fromDouble(buffer.quantile(p), valueType)
-      new GenericInternalRow(Array[Any](v, v, v))
-    })
+  // Exact mode: the exact percentile three times. Compact mode: a bound no held value
+  // meets is NULL.
+  override def eval(buffer: SlidingQuantiles): Any = {
+    val a = buffer.answers(percentages)
+    if (a == null || a.estimates.isEmpty) null
+    else answer(percentages.indices.map { j =>
+      def bound(v: Double, found: Boolean): Any =
+        if (found) ApproxWindowPercentile.fromDouble(v, valueType) else null
+      new GenericInternalRow(Array[Any](ApproxWindowPercentile.fromDouble(a.estimates(j), valueType),
+        bound(a.lower(j), a.hasLower(j)), bound(a.upper(j), a.hasUpper(j))))
+    }.toArray[Any])
+  }
 
   override def nullable: Boolean = true
 
@@ -176,8 +183,8 @@ object ApproxWindowPercentileBounds {
 
   def structOf(t: DataType): StructType = StructType(Seq(
     StructField("estimate", t, nullable = false),
-    StructField("lower", t, nullable = false),
-    StructField("upper", t, nullable = false)))
+    StructField("lower", t, nullable = true),
+    StructField("upper", t, nullable = true)))
 }
 
 /**

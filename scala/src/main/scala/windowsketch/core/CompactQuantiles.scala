@@ -1,0 +1,537 @@
+package windowsketch.core
+
+import scala.collection.mutable.ArrayBuffer
+
+/**
+ * A group of rows' values, compacted as a KLL sketch compacts them (Karnin, Lang and
+ * Liberty, FOCS 2016): level h holds values that each stand for 2^h rows. A level past its
+ * capacity is sorted and its values paired off in order; one value of every pair, the
+ * first or the second for all pairs by one coin, moves up a level (an odd one out, the
+ * smallest, stays). For any x that changes the weight of the values <= x (or < x) by 0 or
+ * +-2^h, by a fair coin: each compaction adds a term of mean 0 and size at most 2^h to any
+ * rank estimate. The compactions done at each level are counted, so `spread` (the sum of
+ * those 2^h: a certain bound on the rank error) and `variance` (the sum of their squares,
+ * for Azuma's inequality) follow exactly. The weights add up to the group's row count.
+ */
+final class QuantileSummary private (
+    private[core] var levels: Array[Array[Double]],
+    private[core] var sizes: Array[Int],
+    private[core] var compactions: Array[Long]) {
+
+  def this() = this(Array(new Array[Double](4)), Array(0), Array(0L))
+
+  def levelCount: Int = sizes.length
+
+  /** The sum of the compactions' 2^h: |estimated rank - rank| <= spread for every x. */
+  def spread: Long = {
+    var s = 0L
+    var h = 0
+    while (h < compactions.length) { s = Math.addExact(s, Math.multiplyExact(compactions(h), 1L << h)); h += 1 }
+    s
+  }
+
+  /** The sum of the compactions' 4^h, level by level from level 0. */
+  def variance: Double = {
+    var v = 0.0
+    var h = 0
+    while (h < compactions.length) { v += compactions(h) * java.lang.Math.scalb(1.0, 2 * h); h += 1 }
+    v
+  }
+
+  /** Values held, all levels. */
+  def retained: Int = sizes.sum
+
+  /** The rows the values stand for: sum of size(h) * 2^h. */
+  def weight: Long = {
+    var w = 0L
+    var h = 0
+    while (h < sizes.length) { w = Math.addExact(w, sizes(h).toLong << h); h += 1 }
+    w
+  }
+
+  /** Adds one row's value, compacting to capacity `k` when level 0 is full. */
+  def insert(value: Double, k: Int, salt: Long): Unit = {
+    append(0, value)
+    if (sizes(0) > QuantileSummary.capacity(k, sizes.length - 1)) compress(k, salt)
+  }
+
+  /** Takes in every value of `other`, level by level, and its compaction counts. */
+  def addAll(other: QuantileSummary): Unit = {
+    if (other.sizes.length > sizes.length) grow(other.sizes.length)
+    var h = 0
+    while (h < other.sizes.length) {
+      var i = 0
+      while (i < other.sizes(h)) { append(h, other.levels(h)(i)); i += 1 }
+      compactions(h) = Math.addExact(compactions(h), other.compactions(h))
+      h += 1
+    }
+  }
+
+  /**
+   * Compacts every level past its capacity, lowest first: level h may hold
+   * max(2, ceil(k (2/3)^(top - h))) values. The coin of a compaction mixes `salt` (the
+   * group), the level and the compactions done there so far.
+   */
+  def compress(k: Int, salt: Long): Unit = {
+    var h = 0
+    while (h < sizes.length) {
+      if (sizes(h) > QuantileSummary.capacity(k, sizes.length - 1 - h)) compact(h, salt)
+      h += 1
+    }
+  }
+
+  private def compact(h: Int, salt: Long): Unit = {
+    val m = sizes(h)
+    val a = levels(h)
+    java.util.Arrays.sort(a, 0, m)
+    val start = m & 1
+    var i = start + QuantileSummary.coin(salt, h, compactions(h))
+    while (i < m) { append(h + 1, a(i)); i += 2 }
+    sizes(h) = start
+    compactions(h) += 1
+  }
+
+  private def append(h: Int, value: Double): Unit = {
+    if (h >= sizes.length) grow(h + 1)
+    if (sizes(h) == levels(h).length) levels(h) = java.util.Arrays.copyOf(levels(h), 2 * sizes(h))
+    levels(h)(sizes(h)) = value
+    sizes(h) += 1
+  }
+
+  private def grow(count: Int): Unit = {
+    val from = sizes.length
+    levels = java.util.Arrays.copyOf(levels, count)
+    sizes = java.util.Arrays.copyOf(sizes, count)
+    compactions = java.util.Arrays.copyOf(compactions, count)
+    (from until count).foreach(l => levels(l) = new Array[Double](4))
+  }
+
+  /** A copy that shares nothing with this one. */
+  def copy(): QuantileSummary =
+    new QuantileSummary(
+      levels.indices.map(h => java.util.Arrays.copyOf(levels(h), math.max(sizes(h), 4))).toArray,
+      sizes.clone(), compactions.clone())
+
+  /** Each held value with its weight, level by level. */
+  def foreachValue(f: (Double, Long) => Unit): Unit = {
+    var h = 0
+    while (h < sizes.length) {
+      var i = 0
+      while (i < sizes(h)) { f(levels(h)(i), 1L << h); i += 1 }
+      h += 1
+    }
+  }
+
+  /** Level h's values, ascending (`Double.compare`): the order they are written in. */
+  def sortedLevel(h: Int): Array[Double] = {
+    val a = java.util.Arrays.copyOf(levels(h), sizes(h))
+    java.util.Arrays.sort(a)
+    a
+  }
+
+  def compactionsAt(h: Int): Long = compactions(h)
+}
+
+object QuantileSummary {
+  /** max(2, ceil(k (2/3)^depth)), in integers so that every reader computes the same. */
+  def capacity(k: Int, depth: Int): Int =
+    if (depth >= 30) 2
+    else {
+      var den = 1L
+      var d = 0
+      while (d < depth) { den *= 3; d += 1 }
+      math.max(2L, ((k.toLong << depth) + den - 1) / den).toInt
+    }
+
+  /** One bit of SplitMix64 over the group, the level and its compactions so far. */
+  private[core] def coin(salt: Long, h: Int, done: Long): Int =
+    (mix(salt ^ mix(done + h * 0x9E3779B97F4A7C15L)) >>> 63).toInt
+
+  private[core] def mix(z0: Long): Long = {
+    var z = z0
+    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L
+    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL
+    z ^ (z >>> 31)
+  }
+
+  /** Rebuilds from decoded parts: each level's values and compactions. */
+  private[core] def restore(levels: Array[Array[Double]], compactions: Array[Long]): QuantileSummary =
+    new QuantileSummary(levels.map(l => java.util.Arrays.copyOf(l, math.max(l.length, 4))),
+      levels.map(_.length), compactions)
+}
+
+/** A dyadic time node of [[CompactQuantiles]]: its rows' values, compacted. */
+final class QuantileNode(val level: Int, val lo: Long, val total: Long, val summary: QuantileSummary)
+
+/**
+ * One answer of [[CompactQuantiles]] for a window: per percentage the estimate, and
+ * `lower` and `upper`, values of the window that bracket the exact percentile with
+ * probability at least 1 - 10^-9 (where `hasLower` / `hasUpper` say one was found: with
+ * too many straddling rows no held value qualifies). With them what the guarantee is
+ * computed from: `inside` rows of the nodes wholly in the window, `straddling` rows of the
+ * nodes across its start, the inside nodes' `spread` (a certain bound on their rank error)
+ * and `variance`. No estimate (an empty array) when no inside node holds a value.
+ */
+final class CompactAnswer(val estimates: Array[Double], val lower: Array[Double],
+    val upper: Array[Double], val hasLower: Array[Boolean], val hasUpper: Array[Boolean],
+    val inside: Long, val straddling: Long, val spread: Long, val variance: Double) {
+  /** The window's row count lies in [inside, inside + straddling]; this is the middle. */
+  def count: Long = inside + straddling / 2
+}
+
+/**
+ * Percentiles of the sliding window `(now - window, now]` in bounded space, in any order
+ * and through merges (design, guarantee and proof: docs/percentiles.md, "Compact mode").
+ *
+ * Time is cut into dyadic nodes as in [[DyadicWindowSketch]]; each node holds its row count
+ * and a [[QuantileSummary]] of its values. A subtree collapses into its root w only when
+ * (I) n_T + 1 <= c n_R, with T the rows of w's subtree and ancestors, R those of the nodes
+ * wholly after w and c = eps / 3, so the nodes straddling a window's start hold at most
+ * c n rows. A collapsed node's summary is compacted to capacity
+ * k_top / 2^floor(2/3 log2(c n_R / n_w)): old nodes, small beside the rows after them,
+ * need less precision (Arasu and Manku, PODS 2004, size a block's summary by the window,
+ * not by the block).
+ *
+ * A query reads the values of the nodes wholly inside the window. With probability at
+ * least 1 - 2 delta (fair coins), the answer's rank is within
+ * c n + sqrt(2 V ln(2 / delta)) + 1 of p n, V being the inside nodes' variance; the
+ * capacities keep that at most eps n (docs/percentiles.md), and [[CompactAnswer]] carries
+ * what it is computed from so tests check it on every output.
+ */
+final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAxis {
+  ExponentialHistogram.checkParameters(window, eps)
+
+  var microsecondTime = false
+  val height: Int = DyadicWindowSketch.heightFor(window)
+  /** The straddling nodes' share of a window's rows, at most. */
+  val check: Double = eps / 3
+  /** The capacity of the summaries of internal nodes as large as (I) allows. */
+  val topCapacity: Int = CompactQuantiles.topCapacityFor(eps)
+  /** The capacity of a leaf's summary: one timestamp's rows may be the whole window. */
+  val leafCapacity: Int = CompactQuantiles.leafCapacityFor(eps)
+
+  private var nodes = new ArrayBuffer[QuantileNode]()
+  private var pending = new ArrayBuffer[QuantileNode]()
+  private var seenAny = false
+  private var nowTs = 0L
+
+  def hasTime: Boolean = seenAny
+  def now: Long = nowTs
+
+  def nodeCount: Int = nodes.size + pending.size
+
+  /** Values held, all nodes. */
+  def retained: Long = (nodes.iterator ++ pending.iterator).map(_.summary.retained.toLong).sum
+
+  /**
+   * Adds `value` at `ts`, in any order. Values rank as `java.lang.Double.compare` does;
+   * every NaN is held as the canonical one, so equal states write equal bytes.
+   */
+  def add(ts: Long, x: Double): Unit = {
+    val value = if (java.lang.Double.isNaN(x)) Double.NaN else x
+    advanceTo(ts)
+    if (afterEdge(ts)) {
+      val last = if (pending.isEmpty) null else pending.last
+      // Rows of one timestamp share a leaf.
+      if (last != null && last.level == 0 && last.lo == ts) {
+        last.summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts))
+        pending(pending.size - 1) = new QuantileNode(0, ts, last.total + 1, last.summary)
+      } else {
+        val summary = new QuantileSummary()
+        summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts))
+        addPending(new QuantileNode(0, ts, 1L, summary))
+      }
+    }
+  }
+
+  def advanceTo(ts: Long): Unit =
+    if (!seenAny || ts > nowTs) { nowTs = ts; seenAny = true }
+
+  def merge(other: CompactQuantiles): Unit = {
+    if (other.window != window || other.eps != eps || other.microsecondTime != microsecondTime) {
+      throw new IllegalArgumentException(
+        s"cannot merge percentile sketches of (window, eps) ($window, $eps) and " +
+          s"(${other.window}, ${other.eps})" +
+          (if (other.microsecondTime != microsecondTime) " on different time axes" else ""))
+    }
+    if (other.seenAny) advanceTo(other.nowTs)
+    (other.nodes.iterator ++ other.pending.iterator).foreach { n =>
+      addPending(new QuantileNode(n.level, n.lo, n.total, n.summary.copy()))
+    }
+  }
+
+  /** The answers for the window ending at now. */
+  def answer(ps: Array[Double]): CompactAnswer = answerAt(ps, nowTs, window)
+
+  /**
+   * The answers for the window `(end - length, end]` (any `length` up to `window`, any
+   * `end` from now on), from the values of the nodes wholly inside it. For percentage p,
+   * with n_L the inside rows and t = max(1, ceil(p n_L)): the estimate is the first held
+   * value, ascending, whose cumulative weight reaches t. Certified: `lower` is the largest
+   * held value v with W(< v) + S + X < T_lo and `upper` the smallest u with
+   * W(<= u) - S >= T_hi, W being held weights, S the inside spread, X the straddling rows
+   * and [T_lo, T_hi] the exact percentile's rank over every possible row count.
+   */
+  def answerAt(ps: Array[Double], end: Long, length: Long): CompactAnswer = {
+    require(length > 0 && length <= window, s"sub-window $length must be in [1, $window]")
+    require(!seenAny || end >= nowTs, s"the window must end at or after now ($nowTs), not $end")
+    ps.foreach(p => require(p >= 0 && p <= 1, s"percentage must be in [0, 1], got $p"))
+    def starts(ts: Long): Boolean = ts <= end && java.lang.Long.compareUnsigned(end - ts, length) < 0
+    var inside = 0L
+    var straddling = 0L
+    var spread = 0L
+    var variance = 0.0
+    var held = 0
+    val insideNodes = new ArrayBuffer[QuantileNode]()
+    (nodes.iterator ++ pending.iterator).foreach { node =>
+      if (starts(node.lo)) {
+        insideNodes += node
+        inside = Math.addExact(inside, node.total)
+        spread = Math.addExact(spread, node.summary.spread)
+        variance += node.summary.variance
+        held += node.summary.retained
+      } else if (node.lo < end && starts(math.min(last(node.level, node.lo), end))) {
+        straddling = Math.addExact(straddling, node.total)
+      }
+    }
+    val values = new Array[Double](held)
+    val weights = new Array[Long](held)
+    var n = 0
+    insideNodes.foreach(_.summary.foreachValue { (v, w) => values(n) = v; weights(n) = w; n += 1 })
+    val order = CompactQuantiles.sortedOrder(values)
+    val cumulative = new Array[Long](held) // weight of held values <= values(order(i))
+    var acc = 0L
+    var i = 0
+    while (i < held) { acc += weights(order(i)); cumulative(i) = acc; i += 1 }
+    val estimates = new Array[Double](ps.length)
+    val lower = new Array[Double](ps.length)
+    val upper = new Array[Double](ps.length)
+    val hasLower = new Array[Boolean](ps.length)
+    val hasUpper = new Array[Boolean](ps.length)
+    val slack = CompactQuantiles.boundSlack(variance)
+    var j = 0
+    while (held > 0 && j < ps.length) {
+      val p = ps(j)
+      val t = CompactQuantiles.rank(p, inside)
+      estimates(j) = values(order(CompactQuantiles.firstReaching(cumulative, t)))
+      // Lower: the largest held v with W(< v) + slack + X < t; else W(<= q) >= W(< v)
+      // would be off by more than slack at the exact percentile q (docs/percentiles.md).
+      var b = 0
+      while (b < held && (if (b == 0) 0L else cumulative(b - 1)) + slack + straddling < t) {
+        if (b == 0 || java.lang.Double.compare(values(order(b - 1)), values(order(b))) != 0) {
+          lower(j) = values(order(b))
+          hasLower(j) = true
+        }
+        b += 1
+      }
+      // Upper: the smallest held u with W(<= u) - slack >= the largest possible target.
+      val highest = CompactQuantiles.rank(p, inside + straddling)
+      val u = CompactQuantiles.firstReaching(cumulative, highest + slack)
+      if (cumulative(u) - slack >= highest) {
+        upper(j) = values(order(u))
+        hasUpper(j) = true
+      }
+      j += 1
+    }
+    new CompactAnswer(if (held == 0) Array.emptyDoubleArray else estimates, lower, upper,
+      hasLower, hasUpper, inside, straddling, spread, variance)
+  }
+
+  private def afterEdge(ts: Long): Boolean =
+    ts > nowTs || java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
+
+  private def last(level: Int, lo: Long): Long = lo + ((1L << level) - 1)
+
+  private def addPending(node: QuantileNode): Unit = {
+    pending += node
+    // Amortized: compress once the pending nodes outnumber the compressed ones.
+    if (pending.size >= math.max(CompactQuantiles.MinPending, nodes.size)) compress()
+  }
+
+  /** Folds the pending nodes in (equal nodes merged, expired ones dropped) and collapses. */
+  def compress(): Unit = {
+    gatherSorted()
+    collapse()
+  }
+
+  private def gatherSorted(): Unit = {
+    val sortedPending = pending.sortBy(n => (n.lo, -n.level)) // stable
+    val out = new ArrayBuffer[QuantileNode](nodes.size + pending.size)
+    var a = 0
+    var b = 0
+    while (a < nodes.size || b < sortedPending.size) {
+      val fromPending = a == nodes.size || (b < sortedPending.size &&
+        NodeOrder.before(sortedPending(b).level, sortedPending(b).lo, nodes(a).level, nodes(a).lo))
+      val node = if (fromPending) { b += 1; sortedPending(b - 1) } else { a += 1; nodes(a - 1) }
+      if (afterEdge(last(node.level, node.lo))) {
+        if (out.nonEmpty && out.last.level == node.level && out.last.lo == node.lo) {
+          val previous = out.last
+          previous.summary.addAll(node.summary)
+          previous.summary.compress(if (node.level == 0) leafCapacity else topCapacity,
+            CompactQuantiles.salt(node.level, node.lo))
+          out(out.size - 1) = new QuantileNode(node.level, node.lo,
+            Math.addExact(previous.total, node.total), previous.summary)
+        } else out += node
+      }
+    }
+    nodes = out
+    pending = new ArrayBuffer[QuantileNode]()
+  }
+
+  private def collapse(): Unit = {
+    // after(i): the rows of nodes [i, size).
+    val after = new Array[Long](nodes.size + 1)
+    var i = nodes.size - 1
+    while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); i -= 1 }
+    val los = nodes.map(_.lo).toArray
+    val out = new ArrayBuffer[QuantileNode](nodes.size)
+
+    def visit(k: Int, lo: Long, a: Int, b: Int, above: Long): Unit = {
+      val subtree = after(a) - after(b)
+      if (k > 0 && subtree + above + 1 <= check * after(b)) {
+        if (b - a == 1 && nodes(a).level == k) out += nodes(a)
+        else {
+          val summary = new QuantileSummary()
+          var j = a
+          while (j < b) { summary.addAll(nodes(j).summary); j += 1 }
+          summary.compress(CompactQuantiles.capacityFor(topCapacity, check, subtree, after(b)),
+            CompactQuantiles.salt(k, lo))
+          out += new QuantileNode(k, lo, subtree, summary)
+        }
+      } else if (k == 0 || b - a == 1) {
+        out += nodes(a) // (I) fails alike at every level down to its own, where it stays
+      } else {
+        val holds = nodes(a).level == k && nodes(a).lo == lo
+        if (holds) out += nodes(a)
+        val start = if (holds) a + 1 else a
+        val below = if (holds) above + nodes(a).total else above
+        val mid = lo + (1L << (k - 1))
+        val m = NodeOrder.firstAfter(los, mid - 1, start, b)
+        if (start < m) visit(k - 1, lo, start, m, below)
+        if (m < b) visit(k - 1, mid, m, b, below)
+      }
+    }
+
+    val rootMask = -1L << height
+    var a = 0
+    while (a < nodes.size) {
+      val rootLo = nodes(a).lo & rootMask
+      val b = NodeOrder.firstAfter(los, last(height, rootLo), a, nodes.size)
+      visit(height, rootLo, a, b, 0L)
+      a = b
+    }
+    nodes = out
+  }
+
+  /** The nodes after one [[compress]], in pre-order. */
+  def compressedNodes: Seq[QuantileNode] = { compress(); nodes.toSeq }
+
+  private[core] def restore(hasTime: Boolean, now: Long, restored: ArrayBuffer[QuantileNode]): Unit = {
+    seenAny = hasTime
+    nowTs = now
+    nodes = restored
+    pending = new ArrayBuffer[QuantileNode]()
+  }
+
+  /**
+   * Checks the compressed nodes: each a positive row count equal to its summary's weight,
+   * then the dyadic structure and (I) ([[NodeOrder.structureProblem]]).
+   */
+  def checkInvariant(): Option[String] = {
+    if (pending.nonEmpty) return Some("uncompressed nodes")
+    var total = 0L
+    var i = 0
+    while (i < nodes.size) {
+      val node = nodes(i)
+      val weight = try node.summary.weight catch { case _: ArithmeticException => -1L }
+      if (node.total < 1 || total + node.total < total || weight != node.total) {
+        return Some(s"invalid values at node $i")
+      }
+      total += node.total
+      i += 1
+    }
+    NodeOrder.structureProblem(nodes.map(_.level).toArray, nodes.map(_.lo).toArray,
+      nodes.map(_.total).toArray, height, nowTs, window, check)
+  }
+}
+
+object CompactQuantiles {
+  private val MinPending = 64
+
+  /**
+   * k_top for eps: the inside nodes' variance V must keep sqrt(2 V ln(2 / delta)) + 1
+   * within (eps - c) n = 2 eps n / 3 (docs/percentiles.md derives the constant).
+   */
+  def topCapacityFor(eps: Double): Int =
+    math.max(MinCapacity.toLong, math.min(1L << 16, math.ceil(TopCapacityScale / eps).toLong)).toInt
+
+  private val TopCapacityScale = 0.5
+
+  /**
+   * A leaf's capacity: its summary alone may have to meet the bound, and a KLL summary of
+   * c rows at capacity k has V <= 2 (c / k)^2 (measured), so 12 / eps keeps
+   * sqrt(2 V ln(2 / delta)) within 2 eps c / 3 at delta = 10^-4.
+   */
+  def leafCapacityFor(eps: Double): Int =
+    math.max(MinCapacity.toLong, math.min(1L << 16, math.ceil(12.0 / eps).toLong)).toInt
+
+  /** A collapsed node's capacity: k_top / 2^floor(2/3 log2(c n_R / n_w)), at least 8. */
+  private[core] def capacityFor(top: Int, check: Double, rows: Long, rowsAfter: Long): Int = {
+    val ratio = math.max(1L, (check * rowsAfter).toLong / math.max(rows, 1L))
+    val log2 = 63 - java.lang.Long.numberOfLeadingZeros(ratio)
+    math.max(MinCapacity, top >> math.min(30, 2 * log2 / 3))
+  }
+
+  private val MinCapacity = 8
+
+  /**
+   * The most values of a window written exactly: the smallest power of two at least
+   * 16 / eps^2 (262,144 at eps 0.01), at most [[SlidingQuantiles.MaxValues]]. Past it the
+   * compact form is a fraction of the rows' bytes (docs/percentiles.md).
+   */
+  def exactLimit(eps: Double): Int = {
+    val target = 16.0 / (eps * eps)
+    var limit = 1
+    while (limit < target && limit < SlidingQuantiles.MaxValues) limit <<= 1
+    limit
+  }
+
+  /** Coins differ between nodes: the salt mixes the node's level and start. */
+  private[core] def salt(level: Int, lo: Long): Long = QuantileSummary.mix(lo * 0x9E3779B97F4A7C15L + level)
+
+  /**
+   * The rank slack of the bounds: ceil(sqrt(2 V ln(2 * 10^9))). By Azuma's inequality a
+   * rank estimate at a fixed value is off by more than it with probability at most
+   * 5 * 10^-10 (the log is a literal so every reader computes the same).
+   */
+  private[core] def boundSlack(variance: Double): Long =
+    math.ceil(math.sqrt(2 * variance * LogTwoBillion)).toLong
+
+  private val LogTwoBillion = 21.416413017506358
+
+  /** 1-based rank max(1, ceil(p n)) (Spark's), as a long. */
+  private[core] def rank(p: Double, n: Long): Long = math.max(1L, math.ceil(p * n).toLong)
+
+  /** The first index whose cumulative weight reaches t (the last if none does). */
+  private def firstReaching(cumulative: Array[Long], t: Long): Int = {
+    var low = 0
+    var high = cumulative.length - 1
+    while (low < high) {
+      val m = (low + high) >>> 1
+      if (cumulative(m) >= t) high = m else low = m + 1
+    }
+    low
+  }
+
+  /** Indices of `values` in ascending `Double.compare` order, ties by index. */
+  private def sortedOrder(values: Array[Double]): Array[Int] = {
+    val boxed = Array.range(0, values.length).map(Int.box)
+    java.util.Arrays.sort(boxed, new java.util.Comparator[Integer] {
+      def compare(a: Integer, b: Integer): Int = {
+        val c = java.lang.Double.compare(values(a), values(b))
+        if (c != 0) c else Integer.compare(a, b)
+      }
+    })
+    boxed.map(_.intValue)
+  }
+}

@@ -1,0 +1,140 @@
+"""The percentiles' compact mode (windowsketch.core.CompactQuantiles) against a brute-force
+sort of every row's window (docs/percentiles.md, "Compact mode"): on every row of streams
+that stress the window edge, in time order and shuffled, and after merges of shuffled
+partials, the estimate is a value of the window whose rank is within eps n of p n and
+within the bound the state computes; the bounds bracket the exact percentile; the count's
+range holds the window's."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import _flags, _longs, stable_seed
+from test_sliding_quantiles import KINDS, PERCENTAGES, _doubles, stream
+
+# ln(2 / delta) for the estimate's statement: each of its two fixed points is off by more
+# than sqrt(2 V ln(2 / delta)) with probability at most delta = 10^-4.
+LOG_TWO_OVER_DELTA = math.log(2 / 1e-4)
+WIDTH = 4 + 5 * len(PERCENTAGES)
+
+
+def compact(sketches, window, eps, ts, values, present, parts, every_row):
+    packed = sketches.replay.compactQuantiles(
+        window, float(eps), _longs(ts), _doubles(values), _flags(present),
+        np.asarray(parts, dtype=np.uint8).tobytes(), _doubles(PERCENTAGES), every_row)
+    return np.frombuffer(bytes(packed), dtype=">f8").reshape(-1, WIDTH)
+
+
+def java_keys(values) -> np.ndarray:
+    """int64 keys in java.lang.Double.compare order: -0.0 before 0.0, every NaN last."""
+    v = np.asarray(values, dtype=np.float64)
+    bits = np.where(np.isnan(v), np.nan, v).view(np.int64)
+    return np.where(bits >= 0, bits, bits ^ np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def check_answer(row, window_values, eps) -> float:
+    """Asserts one answer; returns its worst rank error over eps n."""
+    inside, straddling, spread, variance = row[:4]
+    n = len(window_values)
+    assert inside <= n <= inside + straddling
+    assert straddling <= eps / 3 * inside  # (I) at the window's start
+    if n == 0:
+        assert all(math.isnan(row[4 + 5 * j]) for j in range(len(PERCENTAGES)))
+        return 0.0
+    keys = np.sort(java_keys(window_values))
+    stated = straddling + math.sqrt(2 * variance * LOG_TWO_OVER_DELTA) + 1
+    worst = 0.0
+    for j, p in enumerate(PERCENTAGES):
+        estimate, lower, has_lower, upper, has_upper = row[4 + 5 * j: 9 + 5 * j]
+        key = java_keys([estimate])[0]
+        below = int(np.searchsorted(keys, key, "left"))
+        at_most = int(np.searchsorted(keys, key, "right"))
+        assert at_most > below, (p, estimate)  # a value of the window
+        error = max(0.0, below - p * n, p * n - at_most)
+        assert error <= eps * n, (p, error, n)
+        assert error <= stated, (p, error, stated)
+        assert error <= straddling + spread + 1, (p, error)  # the certain bound
+        worst = max(worst, error / (eps * n))
+        exact = keys[max(math.ceil(p * n) - 1, 0)]
+        if has_lower:
+            assert np.any(keys == java_keys([lower])[0]) and java_keys([lower])[0] <= exact, p
+        if has_upper:
+            assert np.any(keys == java_keys([upper])[0]) and java_keys([upper])[0] >= exact, p
+    return worst
+
+
+def windows_per_row(ts, values, present, window):
+    now = None
+    for i in range(len(ts)):
+        now = ts[i] if now is None else max(now, ts[i])
+        seen = slice(0, i + 1)
+        inside = present[seen] & (ts[seen] > now - window) & (ts[seen] <= now)
+        yield values[seen][inside]
+
+
+@pytest.mark.parametrize("order", ["in-order", "shuffled"])
+@pytest.mark.parametrize("window", [7, 60, 500, 10**9])
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_row_is_within_eps_of_the_sorted_window(sketches, kind, window, order):
+    """eps 0.1 keeps summaries small (capacity 8 inside, 120 at a leaf), so 2,500 rows
+    compact many times; windows of 7, 60 and 500 positions slide, 10^9 does not."""
+    eps = 0.1
+    rng = np.random.default_rng(stable_seed(kind, window, order))
+    ts, values, present = stream(rng, kind, 2500)
+    if order == "shuffled":
+        perm = rng.permutation(len(ts))
+        ts, values, present = ts[perm], values[perm], present[perm]
+    out = compact(sketches, window, eps, ts, values, present, np.zeros(len(ts)), True)
+    worst = max(check_answer(out[i], w, eps)
+                for i, w in enumerate(windows_per_row(ts, values, present, window)))
+    assert worst <= 1.0
+
+
+@pytest.mark.parametrize("parts", [3, 16])
+@pytest.mark.parametrize("window", [60, 2000])
+@pytest.mark.parametrize("kind", ["heavy-tailed", "increasing", "bursts", "many-equal"])
+def test_merged_partials_are_within_eps_of_the_sorted_window(sketches, kind, window, parts):
+    """Shuffled rows split into partials, each fed in its order, folded as Spark merges
+    partial aggregates: the answer over the merged window, at five prefixes."""
+    eps = 0.05
+    rng = np.random.default_rng(parts * 1000 + window)
+    ts, values, present = stream(rng, kind, 6000)
+    perm = rng.permutation(len(ts))
+    ts, values, present = ts[perm], values[perm], present[perm]
+    assignment = rng.integers(0, parts, len(ts))
+    for cut in np.linspace(len(ts) // 5, len(ts), 5).astype(int):
+        out = compact(sketches, window, eps, ts[:cut], values[:cut], present[:cut],
+                      assignment[:cut], False)
+        now = ts[:cut].max()
+        inside = present[:cut] & (ts[:cut] > now - window)
+        assert check_answer(out[0], values[:cut][inside], eps) <= 1.0
+
+
+def test_the_state_stays_small_while_the_window_grows(sketches):
+    """In-order rows with a window as long as the stream: the values held grow with the
+    log of the window, not with it (10^6 rows hold under 75,000 values at eps 0.01), and
+    the inside variance keeps the stated bound under half of eps n."""
+    sizes = {}
+    for rows in (10**5, 10**6):
+        held, nodes, inside, straddling, variance = list(
+            sketches.replay.compactState(rows, 0.01, rows, False))
+        assert inside == rows and straddling == 0
+        assert math.sqrt(2 * variance * LOG_TWO_OVER_DELTA) <= 0.5 * 0.01 * rows
+        sizes[rows] = held
+    assert sizes[10**6] < 75_000 and sizes[10**6] < 2 * sizes[10**5]
+
+
+@pytest.mark.parametrize("values", ["uniform", "increasing"])
+def test_a_burst_at_one_timestamp_is_within_eps(sketches, values):
+    """10^5 rows at one timestamp are one leaf: its summary alone meets the bound, so its
+    capacity is sized for the whole window, and its coins are fair (always keeping the
+    first of each pair drifts every rank down by half the spread)."""
+    eps, n = 0.01, 10**5
+    rng = np.random.default_rng(stable_seed("burst", values))
+    x = rng.random(n) if values == "uniform" else np.arange(n, dtype=float)
+    out = compact(sketches, 10, eps, np.zeros(n, dtype=np.int64), x, np.ones(n, dtype=bool),
+                  np.zeros(n), False)
+    assert out[0, 0] == n and out[0, 1] == 0
+    assert check_answer(out[0], x, eps) <= 0.5
