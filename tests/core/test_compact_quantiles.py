@@ -92,6 +92,21 @@ def test_every_row_is_within_eps_of_the_sorted_window(sketches, kind, window, or
     assert worst <= 1.0
 
 
+@pytest.mark.parametrize("window", [40, 3000, 10**9])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_running_frames_view_answers_as_a_full_sort(sketches, kind, window):
+    """In time order (a running frame) answers come from a sorted view of the compressed
+    nodes plus the pending leaves' sorted values: on every row every field equals the answer
+    a sort of every held value gives, through compresses, nodes leaving the window, bursts
+    whose leaf compacts (then the sort is used) and rows behind now."""
+    rng = np.random.default_rng(stable_seed("view", kind, window))
+    ts, values, present = stream(rng, kind, 6000)
+    late = rng.random(len(ts)) < 0.001  # a few rows behind now
+    ts = np.where(late, np.maximum(ts - 5, 0), ts)
+    assert sketches.replay.compactViewDisagreements(
+        window, 0.05, _longs(ts), _doubles(values), _flags(present), _doubles(PERCENTAGES)) == 0
+
+
 @pytest.mark.parametrize("parts", [3, 16])
 @pytest.mark.parametrize("window", [60, 2000])
 @pytest.mark.parametrize("kind", ["heavy-tailed", "increasing", "bursts", "many-equal"])
@@ -118,8 +133,9 @@ def test_the_state_stays_small_while_the_window_grows(sketches):
     the inside variance keeps the stated bound under half of eps n."""
     sizes = {}
     for rows in (10**5, 10**6):
-        held, nodes, inside, straddling, variance = list(
+        held, nodes, inside, straddling, variance, size = list(
             sketches.replay.compactState(rows, 0.01, rows, False))
+        assert 8 * held < size < 8 * held + 16 * nodes + 64
         assert inside == rows and straddling == 0
         assert math.sqrt(2 * variance * LOG_TWO_OVER_DELTA) <= 0.5 * 0.01 * rows
         sizes[rows] = held

@@ -21,6 +21,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Distinct values in running windows",
                     "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
                     "p99 in running windows", "Percentiles in GROUP BY",
+                    "Percentile sketch size (compact mode) against the values in its window",
                     "Standard deviation in running windows", "Standard deviations in GROUP BY",
                     "Top 5 values in running windows", "Top 5 values in GROUP BY",
                     "Top-k sketch size at a window of 10^9 positions",
@@ -32,7 +33,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
-        "percentiles", "moments", "top k",
+        "percentiles", "percentile state", "moments", "top k",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     # The moments' error at mean 10^9 within eps / 2; the prefix difference's far from it.
@@ -54,5 +55,10 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     executor = {(r["section"], r["case"]): float(r["value"]) for r in rows
                 if r["measure"] == "peak execution memory"}
     assert len(executor) == 5 + 2 and max(executor.values()) > 0
+    # The compact percentile sketch at 10^6 values: about 600 KB against 10 MB exactly.
+    (held,) = [float(r["value"]) for r in rows
+               if r["section"] == "percentile state" and r["case"] == "n=1000000"
+               and r["measure"] == "sketch bytes"]
+    assert held < 10**6
     for plot in ("window_time.png", "state_size.png"):
         assert (out / plot).stat().st_size > 5000

@@ -43,8 +43,6 @@ def _java_order(bits: int) -> int:
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIN_PENDING = 64
 _MIN_CAPACITY = 8
-# ln(2 * 10^9), as the JVM writes it: the bounds' slack.
-_LOG_TWO_BILLION = 21.416413017506358
 
 
 def _mix(z: int) -> int:
@@ -109,15 +107,6 @@ class _Values:
 
     def weight(self) -> int:
         return sum(len(level) << h for h, level in enumerate(self.levels))
-
-    def variance(self) -> float:
-        v = 0.0
-        for h, done in enumerate(self.compactions):
-            v += float(done) * 4.0 ** h
-        return v
-
-    def spread(self) -> int:
-        return sum(done << h for h, done in enumerate(self.compactions))
 
     def insert(self, bits: int, k: int, salt: int) -> None:
         self.levels[0].append(bits)
@@ -260,8 +249,10 @@ class _Compact:
 @register_family
 class PercentileSketch(WindowSketch):
     """A percentile sketch (``window_percentile_sketch`` / ``_merge``): answers
-    ``window_percentile_sketch_estimate`` with the same numbers. This version holds every
-    value of its window with its time, so its percentiles are exact.
+    ``window_percentile_sketch_estimate`` with the same numbers. Kind 4 holds every value of
+    its window with its time, so its percentiles are exact; kind 8 (past the exact limit,
+    :attr:`is_compact`) holds a summary whose percentiles are within eps·n in rank, as the
+    JVM's, and merges and writes the JVM's bytes.
 
     The bytes of ``SELECT window_percentile_sketch(ms, ts, 3)`` over
     ``(1, 30), (2, 10), (3, 20), (4, 50)``:

@@ -112,16 +112,6 @@ final class QuantileSummary private (
       levels.indices.map(h => java.util.Arrays.copyOf(levels(h), math.max(sizes(h), 4))).toArray,
       sizes.clone(), compactions.clone())
 
-  /** Each held value with its weight, level by level. */
-  def foreachValue(f: (Double, Long) => Unit): Unit = {
-    var h = 0
-    while (h < sizes.length) {
-      var i = 0
-      while (i < sizes(h)) { f(levels(h)(i), 1L << h); i += 1 }
-      h += 1
-    }
-  }
-
   /** Level h's values, ascending (`Double.compare`): the order they are written in. */
   def sortedLevel(h: Int): Array[Double] = {
     val a = java.util.Arrays.copyOf(levels(h), sizes(h))
@@ -215,6 +205,21 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   private var seenAny = false
   private var nowTs = 0L
 
+  // Answers per row in time order (a running frame) read a view instead of sorting every
+  // held value: the values of the compressed nodes from `viewFrom` on, sorted with their
+  // cumulative weights, rebuilt when a compress changes the nodes or a node leaves the
+  // window; and the pending leaves' values, sorted as rows arrive, while every pending node
+  // is a leaf of weight-1 values added in time order.
+  private var viewFrom = -1
+  private var viewValues = Array.emptyDoubleArray
+  private var viewCumulative = Array.emptyLongArray
+  private var viewSpread = 0L
+  private var viewVariance = 0.0
+  private var viewStraddlers = Array.emptyIntArray
+  private var pendingValues = new Array[Double](16)
+  private var pendingValueCount = 0
+  private var pendingInOrder = true
+
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
 
@@ -236,10 +241,13 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
       if (last != null && last.level == 0 && last.lo == ts) {
         last.summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts))
         pending(pending.size - 1) = new QuantileNode(0, ts, last.total + 1, last.summary)
+        notePendingValue(value, last.summary)
       } else {
         val summary = new QuantileSummary()
         summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts))
-        addPending(new QuantileNode(0, ts, 1L, summary))
+        if (last != null && (last.level != 0 || last.lo > ts)) pendingInOrder = false
+        notePendingValue(value, summary)
+        addPending(new QuantileNode(0, ts, 1L, summary)) // may compress, which clears them
       }
     }
   }
@@ -258,19 +266,58 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     (other.nodes.iterator ++ other.pending.iterator).foreach { n =>
       addPending(new QuantileNode(n.level, n.lo, n.total, n.summary.copy()))
     }
+    // Foreign nodes added since the last compress wait in pending, outside the view:
+    // answers sort every held value until the next compress.
+    if (pending.nonEmpty) pendingInOrder = false
   }
 
-  /** The answers for the window ending at now. */
-  def answer(ps: Array[Double]): CompactAnswer = answerAt(ps, nowTs, window)
+  /**
+   * The answers for the window ending at now: the same as [[answerAt]], from the view
+   * while the rows came in time order, so a running frame's row costs a few binary
+   * searches plus its share of the view's rebuilds.
+   */
+  def answer(ps: Array[Double]): CompactAnswer =
+    if (pendingInOrder && (pending.isEmpty || afterStart(pending.head.lo))) answerFromView(ps)
+    else answerAt(ps, nowTs, window)
+
+  /** True if `ts` (at most now) lies inside the window ending at now. */
+  private def afterStart(ts: Long): Boolean = java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
+
+  private def notePendingValue(value: Double, leaf: QuantileSummary): Unit =
+    if (pendingInOrder) {
+      if (leaf.levelCount > 1) pendingInOrder = false // a burst's leaf compacted
+      else {
+        if (pendingValueCount == pendingValues.length) {
+          pendingValues = java.util.Arrays.copyOf(pendingValues, 2 * pendingValueCount)
+        }
+        val at = SlidingQuantiles.upperBound(pendingValues, pendingValueCount, value)
+        System.arraycopy(pendingValues, at, pendingValues, at + 1, pendingValueCount - at)
+        pendingValues(at) = value
+        pendingValueCount += 1
+      }
+    }
+
+  private def answerFromView(ps: Array[Double]): CompactAnswer = {
+    ps.foreach(p => require(p >= 0 && p <= 1, s"percentage must be in [0, 1], got $p"))
+    // The compressed nodes inside the window are a suffix: pre-order sorts them by lo.
+    val from = HeldValues.firstTrue(nodes.size, i => afterStart(nodes(i).lo))
+    if (from != viewFrom) buildView(from)
+    var straddling = 0L
+    viewStraddlers.foreach { i =>
+      val node = nodes(i)
+      if (afterStart(math.min(last(node.level, node.lo), nowTs)) && !afterStart(node.lo)) {
+        straddling = Math.addExact(straddling, node.total)
+      }
+    }
+    val viewRows = if (viewCumulative.isEmpty) 0L else viewCumulative(viewCumulative.length - 1)
+    new HeldValues(viewValues, viewCumulative, pendingValues, pendingValueCount)
+      .answer(ps, Math.addExact(viewRows, pendingValueCount.toLong), straddling, viewSpread, viewVariance)
+  }
 
   /**
    * The answers for the window `(end - length, end]` (any `length` up to `window`, any
-   * `end` from now on), from the values of the nodes wholly inside it. For percentage p,
-   * with n_L the inside rows and t = max(1, ceil(p n_L)): the estimate is the first held
-   * value, ascending, whose cumulative weight reaches t. Certified: `lower` is the largest
-   * held value v with W(< v) + S + X < T_lo and `upper` the smallest u with
-   * W(<= u) - S >= T_hi, W being held weights, S the inside spread, X the straddling rows
-   * and [T_lo, T_hi] the exact percentile's rank over every possible row count.
+   * `end` from now on), from the values of the nodes wholly inside it ([[HeldValues]]),
+   * the nodes straddling its start counted apart.
    */
   def answerAt(ps: Array[Double], end: Long, length: Long): CompactAnswer = {
     require(length > 0 && length <= window, s"sub-window $length must be in [1, $window]")
@@ -281,7 +328,6 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     var straddling = 0L
     var spread = 0L
     var variance = 0.0
-    var held = 0
     val insideNodes = new ArrayBuffer[QuantileNode]()
     (nodes.iterator ++ pending.iterator).foreach { node =>
       if (starts(node.lo)) {
@@ -289,52 +335,39 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
         inside = Math.addExact(inside, node.total)
         spread = Math.addExact(spread, node.summary.spread)
         variance += node.summary.variance
-        held += node.summary.retained
       } else if (node.lo < end && starts(math.min(last(node.level, node.lo), end))) {
         straddling = Math.addExact(straddling, node.total)
       }
     }
-    val values = new Array[Double](held)
-    val weights = new Array[Long](held)
-    var n = 0
-    insideNodes.foreach(_.summary.foreachValue { (v, w) => values(n) = v; weights(n) = w; n += 1 })
-    val order = CompactQuantiles.sortedOrder(values)
-    val cumulative = new Array[Long](held) // weight of held values <= values(order(i))
-    var acc = 0L
-    var i = 0
-    while (i < held) { acc += weights(order(i)); cumulative(i) = acc; i += 1 }
-    val estimates = new Array[Double](ps.length)
-    val lower = new Array[Double](ps.length)
-    val upper = new Array[Double](ps.length)
-    val hasLower = new Array[Boolean](ps.length)
-    val hasUpper = new Array[Boolean](ps.length)
-    val slack = CompactQuantiles.boundSlack(variance)
-    var j = 0
-    while (held > 0 && j < ps.length) {
-      val p = ps(j)
-      val t = CompactQuantiles.rank(p, inside)
-      estimates(j) = values(order(CompactQuantiles.firstReaching(cumulative, t)))
-      // Lower: the largest held v with W(< v) + slack + X < t; else W(<= q) >= W(< v)
-      // would be off by more than slack at the exact percentile q (docs/percentiles.md).
-      var b = 0
-      while (b < held && (if (b == 0) 0L else cumulative(b - 1)) + slack + straddling < t) {
-        if (b == 0 || java.lang.Double.compare(values(order(b - 1)), values(order(b))) != 0) {
-          lower(j) = values(order(b))
-          hasLower(j) = true
-        }
-        b += 1
-      }
-      // Upper: the smallest held u with W(<= u) - slack >= the largest possible target.
-      val highest = CompactQuantiles.rank(p, inside + straddling)
-      val u = CompactQuantiles.firstReaching(cumulative, highest + slack)
-      if (cumulative(u) - slack >= highest) {
-        upper(j) = values(order(u))
-        hasUpper(j) = true
-      }
-      j += 1
+    val (values, cumulative) = HeldValues.merged(insideNodes.iterator.map(_.summary))
+    new HeldValues(values, cumulative, Array.emptyDoubleArray, 0)
+      .answer(ps, inside, straddling, spread, variance)
+  }
+
+  /**
+   * The view of the compressed nodes from `from` on: their values merged
+   * ([[HeldValues.merged]]), their spread and variance summed in node order (as
+   * [[answerAt]] sums them), and the nodes before `from` that reach into the window.
+   */
+  private def buildView(from: Int): Unit = {
+    var spread = 0L
+    var variance = 0.0
+    var i = from
+    while (i < nodes.size) {
+      val summary = nodes(i).summary
+      spread = Math.addExact(spread, summary.spread)
+      variance += summary.variance
+      i += 1
     }
-    new CompactAnswer(if (held == 0) Array.emptyDoubleArray else estimates, lower, upper,
-      hasLower, hasUpper, inside, straddling, spread, variance)
+    val (values, cumulative) = HeldValues.merged(nodes.iterator.drop(from).map(_.summary))
+    viewValues = values
+    viewCumulative = cumulative
+    viewSpread = spread
+    viewVariance = variance
+    viewStraddlers = (0 until from).filter { j =>
+      afterStart(math.min(last(nodes(j).level, nodes(j).lo), nowTs))
+    }.toArray
+    viewFrom = from
   }
 
   private def afterEdge(ts: Long): Boolean =
@@ -352,6 +385,9 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   def compress(): Unit = {
     gatherSorted()
     collapse()
+    viewFrom = -1
+    pendingValueCount = 0
+    pendingInOrder = true
   }
 
   private def gatherSorted(): Unit = {
@@ -431,6 +467,9 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     nowTs = now
     nodes = restored
     pending = new ArrayBuffer[QuantileNode]()
+    viewFrom = -1
+    pendingValueCount = 0
+    pendingInOrder = true
   }
 
   /**
@@ -511,27 +550,132 @@ object CompactQuantiles {
 
   /** 1-based rank max(1, ceil(p n)) (Spark's), as a long. */
   private[core] def rank(p: Double, n: Long): Long = math.max(1L, math.ceil(p * n).toLong)
+}
 
-  /** The first index whose cumulative weight reaches t (the last if none does). */
-  private def firstReaching(cumulative: Array[Long], t: Long): Int = {
+/**
+ * What an answer reads: held values ascending (`Double.compare`) with cumulative weights,
+ * and `extra` weight-1 values, ascending too (a running frame's pending leaves). Every
+ * selection depends only on the multiset of (value, weight), so any split into the two
+ * gives the same answers.
+ */
+private[core] final class HeldValues(values: Array[Double], cumulative: Array[Long],
+    extra: Array[Double], extraCount: Int) {
+
+  /**
+   * Per percentage p, with t = max(1, ceil(p n_L)): the estimate is the smallest held value
+   * whose weight at or below reaches t. Lower is the largest held v with
+   * W(< v) + slack + X < t, upper the smallest held u with W(<= u) - slack >= the largest
+   * possible target: a bound that is wrong would have a rank estimate off by more than the
+   * slack at the exact percentile (docs/percentiles.md, "Bounds").
+   */
+  def answer(ps: Array[Double], inside: Long, straddling: Long, spread: Long,
+      variance: Double): CompactAnswer = {
+    val held = values.length + extraCount
+    val estimates = new Array[Double](ps.length)
+    val lower = new Array[Double](ps.length)
+    val upper = new Array[Double](ps.length)
+    val hasLower = new Array[Boolean](ps.length)
+    val hasUpper = new Array[Boolean](ps.length)
+    val slack = CompactQuantiles.boundSlack(variance)
+    var j = 0
+    while (held > 0 && j < ps.length) {
+      val t = CompactQuantiles.rank(ps(j), inside)
+      estimates(j) = smallestReaching(t)
+      val lo = largestBelow(t - slack - straddling)
+      if (lo != null) { lower(j) = lo; hasLower(j) = true }
+      val highest = CompactQuantiles.rank(ps(j), inside + straddling)
+      val u = smallestReaching(highest + slack)
+      if (weightAtMost(u) - slack >= highest) { upper(j) = u; hasUpper(j) = true }
+      j += 1
+    }
+    new CompactAnswer(if (held == 0) Array.emptyDoubleArray else estimates, lower, upper,
+      hasLower, hasUpper, inside, straddling, spread, variance)
+  }
+
+  private def weightAtMost(y: Double): Long = {
+    val i = SlidingQuantiles.upperBound(values, values.length, y)
+    (if (i == 0) 0L else cumulative(i - 1)) + SlidingQuantiles.upperBound(extra, extraCount, y)
+  }
+
+  private def weightBelow(y: Double): Long = {
+    val i = HeldValues.lowerBound(values, values.length, y)
+    (if (i == 0) 0L else cumulative(i - 1)) + HeldValues.lowerBound(extra, extraCount, y)
+  }
+
+  /** The smallest held value whose weight at or below reaches `t` (else the largest). */
+  private def smallestReaching(t: Long): Double = {
+    val a = HeldValues.firstTrue(values.length, i => weightAtMost(values(i)) >= t)
+    val b = HeldValues.firstTrue(extraCount, i => weightAtMost(extra(i)) >= t)
+    def smaller(x: Double, y: Double) = if (java.lang.Double.compare(x, y) <= 0) x else y
+    def larger(x: Double, y: Double) = if (java.lang.Double.compare(x, y) >= 0) x else y
+    if (a < values.length && b < extraCount) smaller(values(a), extra(b))
+    else if (a < values.length) values(a)
+    else if (b < extraCount) extra(b)
+    else if (extraCount == 0) values(values.length - 1)
+    else if (values.isEmpty) extra(extraCount - 1)
+    else larger(values(values.length - 1), extra(extraCount - 1))
+  }
+
+  /** The largest held value with less than `limit` weight below it, or null. */
+  private def largestBelow(limit: Long): java.lang.Double = {
+    val a = HeldValues.firstTrue(values.length, i => weightBelow(values(i)) >= limit) - 1
+    val b = HeldValues.firstTrue(extraCount, i => weightBelow(extra(i)) >= limit) - 1
+    if (a < 0 && b < 0) null
+    else if (b < 0) values(a)
+    else if (a < 0) extra(b)
+    else if (java.lang.Double.compare(values(a), extra(b)) >= 0) values(a)
+    else extra(b)
+  }
+}
+
+private[core] object HeldValues {
+  /** The values of `summaries`: each level's sorted, then merged with their weights. */
+  def merged(summaries: Iterator[QuantileSummary]): (Array[Double], Array[Long]) = {
+    val perLevel = scala.collection.mutable.ArrayBuffer.empty[scala.collection.mutable.ArrayBuilder[Double]]
+    summaries.foreach { summary =>
+      var h = 0
+      while (h < summary.levelCount) {
+        while (perLevel.size <= h) perLevel += Array.newBuilder[Double]
+        perLevel(h) ++= summary.levels(h).iterator.take(summary.sizes(h))
+        h += 1
+      }
+    }
+    val sorted = perLevel.map { b => val a = b.result(); java.util.Arrays.sort(a); a }.toArray
+    val total = sorted.map(_.length).sum
+    val values = new Array[Double](total)
+    val cumulative = new Array[Long](total)
+    val heads = new Array[Int](sorted.length)
+    var acc = 0L
+    var k = 0
+    while (k < total) {
+      var best = -1
+      var h = 0
+      while (h < sorted.length) {
+        if (heads(h) < sorted(h).length && (best < 0 ||
+            java.lang.Double.compare(sorted(h)(heads(h)), sorted(best)(heads(best))) < 0)) best = h
+        h += 1
+      }
+      values(k) = sorted(best)(heads(best))
+      heads(best) += 1
+      acc += 1L << best
+      cumulative(k) = acc
+      k += 1
+    }
+    (values, cumulative)
+  }
+
+  /** The first i in [0, n) where `test` (false, then true) holds; n if none. */
+  def firstTrue(n: Int, test: Int => Boolean): Int = {
     var low = 0
-    var high = cumulative.length - 1
+    var high = n
     while (low < high) {
       val m = (low + high) >>> 1
-      if (cumulative(m) >= t) high = m else low = m + 1
+      if (test(m)) high = m else low = m + 1
     }
     low
   }
 
-  /** Indices of `values` in ascending `Double.compare` order, ties by index. */
-  private def sortedOrder(values: Array[Double]): Array[Int] = {
-    val boxed = Array.range(0, values.length).map(Int.box)
-    java.util.Arrays.sort(boxed, new java.util.Comparator[Integer] {
-      def compare(a: Integer, b: Integer): Int = {
-        val c = java.lang.Double.compare(values(a), values(b))
-        if (c != 0) c else Integer.compare(a, b)
-      }
-    })
-    boxed.map(_.intValue)
-  }
+  /** The first index in `a(0 until n)` whose value is not below `value`. */
+  def lowerBound(a: Array[Double], n: Int, value: Double): Int =
+    firstTrue(n, i => java.lang.Double.compare(a(i), value) >= 0)
 }

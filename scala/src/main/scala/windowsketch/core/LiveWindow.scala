@@ -151,7 +151,8 @@ final class LiveDistinctSlide(val sketch: SlidingHyperLogLog) extends LiveSlide 
 
 /**
  * Percentiles: the input is the value's double bits; answers are the window's values at
- * `percentages` (exact mode: every value of the window is held).
+ * `percentages` (exact while the written state holds at most the exact limit, then the
+ * compact mode: docs/percentiles.md).
  */
 final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) extends LiveAggregate {
   require(percentages.nonEmpty && percentages.forall(p => p >= 0.0 && p <= 1.0),

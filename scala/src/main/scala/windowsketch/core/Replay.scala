@@ -404,10 +404,39 @@ object Replay {
   }
 
   /**
+   * Rows in the given order into a compact percentile sketch, answering after each row
+   * both from its view (what a running frame reads) and by sorting every held value: the
+   * number of rows where any field of the two answers differs.
+   */
+  def compactViewDisagreements(window: Long, eps: Double, timestamps: Array[Byte],
+      values: Array[Byte], present: Array[Byte], percentageBytes: Array[Byte]): Int = {
+    val ps = doubles(percentageBytes)
+    val s = new CompactQuantiles(window, eps)
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(values)
+    def bits(a: Array[Double]): Seq[Long] = a.toSeq.map(java.lang.Double.doubleToRawLongBits)
+    def fields(a: CompactAnswer): Seq[Any] = Seq(bits(a.estimates),
+      bits(a.lower.indices.map(j => if (a.hasLower(j)) a.lower(j) else 0.0).toArray),
+      bits(a.upper.indices.map(j => if (a.hasUpper(j)) a.upper(j) else 0.0).toArray),
+      a.hasLower.toSeq, a.hasUpper.toSeq, a.inside, a.straddling, a.spread,
+      java.lang.Double.doubleToRawLongBits(a.variance))
+    var differ = 0
+    var i = 0
+    while (i < present.length) {
+      val ts = t.getLong()
+      val value = v.getDouble()
+      if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
+      if (fields(s.answer(ps)) != fields(s.answerAt(ps, s.now, window))) differ += 1
+      i += 1
+    }
+    differ
+  }
+
+  /**
    * `rows` rows in time order, one a position, values from a fixed-seed generator (uniform,
    * or a slow increasing drift with noise when `drift`), into a compact percentile sketch
-   * of window `window`: its values held, nodes, and the window's inside rows, straddling
-   * rows and variance at the end, as longs (the variance rounded).
+   * of window `window`: its values held, nodes, the window's inside rows, straddling
+   * rows and variance at the end (rounded), and the sketch's bytes, as longs.
    */
   def compactState(window: Long, eps: Double, rows: Long, drift: Boolean): Array[Long] = {
     val s = new CompactQuantiles(window, eps)
@@ -419,9 +448,9 @@ object Replay {
       s.add(i, if (drift) i.toDouble + rows * 0.01 * noise else noise)
       i += 1
     }
-    s.compress()
+    val bytes = SketchFormat.serializeCompactQuantiles(s).length.toLong
     val a = s.answer(Array(0.5))
-    Array(s.retained, s.nodeCount.toLong, a.inside, a.straddling, math.round(a.variance))
+    Array(s.retained, s.nodeCount.toLong, a.inside, a.straddling, math.round(a.variance), bytes)
   }
 
   /** A percentile sketch of these rows (any order), for format tests. */

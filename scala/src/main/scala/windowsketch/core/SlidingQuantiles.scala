@@ -1,9 +1,9 @@
 package windowsketch.core
 
 /**
- * Percentiles of a sliding window, exact mode (design and guarantee: docs/percentiles.md).
+ * Percentiles of a sliding window (design and guarantees: docs/percentiles.md).
  *
- * Holds every non-NULL value of the window with its time, so each answer is the value
+ * In exact mode it holds every non-NULL value of the window with its time, so each answer is the value
  * Spark's `percentile_approx` gives over exactly the window's rows (rank error 0, which is
  * within any eps). Rows come in any order and sketches merge; the window is
  * `(now - window, now]`, `now` being the largest time seen, as for the count sketches.
@@ -229,7 +229,6 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
 
   private def append(ts: Long, value: Double): Unit = {
     if (held == times.length) grow()
-    if (held == SlidingQuantiles.MaxValues) throw new WindowTooLargeException(SlidingQuantiles.MaxValues)
     val j = slot(held)
     times(j) = ts
     values(j) = value
@@ -288,10 +287,10 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
     }
 }
 
-/** The window holds more values than the exact mode keeps. */
+/** The window holds more rows than an exact running frame keeps (the top-k family's). */
 final class WindowTooLargeException(limit: Int) extends IllegalStateException(
-  s"the window holds more than $limit values, the most the exact mode keeps " +
-    "(docs/percentiles.md); use a shorter window, or group by a finer key")
+  s"the window holds more than $limit values, the most the exact mode keeps; " +
+    "use a shorter window, or group by a finer key")
 
 object SlidingQuantiles {
   /** The most values the exact mode holds: 2^24 rows take 256 MB of heap. */

@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
 import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
 
-import windowsketch.core.{SketchFormat, SlidingQuantiles, WindowTooLargeException}
+import windowsketch.core.{SketchFormat, SlidingQuantiles}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -21,9 +21,13 @@ import windowsketch.core.{SketchFormat, SlidingQuantiles, WindowTooLargeExceptio
       `percentage` of the window's values are less than or equal to it. When `percentage`
       is an array, returns the array of those percentiles. The answer is a value of the
       window whose rank is within `eps` * n of `percentage` * n (n the window's non-NULL
-      values); this version holds every value of the window, so the rank error is 0.
+      values). Exact mode, rank error 0: every frame, and GROUP BY while a partial
+      aggregate's window holds at most the exact limit (the smallest power of two at least
+      16 / eps^2: 262,144 values at eps 0.01). Past it, or past 16,777,216 values held, the
+      compact mode keeps a summary (about 1.4 MB at 10^9 values, eps 0.01) and meets the
+      bound with probability at least 1 - 2 * 10^-4 per answer (docs/percentiles.md).
       Over a running window frame ordered by `ts` a row costs amortized
-      O(log n + n / 32768).
+      O(log n + n / 32768) in exact mode.
   """,
   arguments = """
     Arguments:
@@ -50,7 +54,7 @@ import windowsketch.core.{SketchFormat, SlidingQuantiles, WindowTooLargeExceptio
   note = """
     The result has the type of `x` (an array of it for an array `percentage`) and is NULL
     when the window holds no non-NULL `x`. Values are ranked as doubles, as
-    percentile_approx ranks them. A window of more than 16,777,216 values is an error.
+    percentile_approx ranks them.
   """,
   group = "agg_funcs",
   since = "0.1.0")
@@ -104,10 +108,11 @@ case class ApproxWindowPercentile(
 @ExpressionDescription(
   usage = """
     _FUNC_(x, ts, window, percentage[, eps]) - Returns approx_window_percentile's answer with
-      certified bounds: a struct (estimate, lower, upper) of values of the window with
+      bounds: a struct (estimate, lower, upper) of values of the window with
       lower <= exact <= upper, the exact percentile being percentile_approx's over exactly
-      the window's rows. An array `percentage` gives an array of such structs. This version
-      holds every value of the window, so lower = estimate = upper.
+      the window's rows. An array `percentage` gives an array of such structs. In exact mode
+      lower = estimate = upper. In compact mode the bounds hold with probability at least
+      1 - 10^-9, and a bound no held value can vouch for is NULL (docs/percentiles.md).
   """,
   arguments = """
     Arguments:
@@ -121,7 +126,8 @@ case class ApproxWindowPercentile(
        3	Row(estimate=20, lower=20, upper=20)
   """,
   note = """
-    The fields have the type of `x`; the result is NULL when the window holds no non-NULL `x`.
+    The fields have the type of `x`; the result is NULL when the window holds no non-NULL `x`;
+    `lower` or `upper` alone may be NULL in compact mode.
   """,
   group = "agg_funcs",
   since = "0.1.0")
@@ -223,23 +229,14 @@ abstract class PercentileAggregate extends TypedImperativeAggregate[SlidingQuant
     if (time != null) {
       val t = WindowArguments.timeOf(time, tsType)
       val value = x.eval(input)
-      try {
-        if (value != null) buffer.add(t, ApproxWindowPercentile.toDouble(value, valueType))
-        else buffer.advanceTo(t)
-      } catch {
-        case e: WindowTooLargeException =>
-          throw new IllegalStateException(s"$prettyName: ${e.getMessage}", e)
-      }
+      if (value != null) buffer.add(t, ApproxWindowPercentile.toDouble(value, valueType))
+      else buffer.advanceTo(t)
     }
     buffer
   }
 
   override def merge(buffer: SlidingQuantiles, other: SlidingQuantiles): SlidingQuantiles = {
-    try buffer.merge(other)
-    catch {
-      case e: WindowTooLargeException =>
-        throw new IllegalStateException(s"$prettyName: ${e.getMessage}", e)
-    }
+    buffer.merge(other)
     buffer
   }
 
