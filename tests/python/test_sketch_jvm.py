@@ -319,10 +319,13 @@ def test_python_distinct_merges_write_the_jvms_bytes(sketches, parts, small):
 
 # -- damaged bytes ---------------------------------------------------------------------
 
-# seed, rows, spread of ts, window (positions), eps. Past the exact limit (512 values at
-# eps 0.2): every key's sketch compact (64), or every key's exact and their merge compact (65).
+# seed, rows, spread of ts, window (positions), eps, and the keys' shares. Past the exact
+# limit (512 values at eps 0.2): every key's sketch compact (64); every key's exact and their
+# merge compact (65); key 0 compact, the others exact, with 60 to 80 rows a timestamp, more
+# than a leaf holds at eps 0.2 (60), merged into it (66).
 PERCENTILE_CASES = [(61, 3000, 5000, 1000, 0.01), (62, 800, 300, 7, 0.5), (63, 6000, 10**6, 10**5, 0.05),
-                    (64, 6000, 3000, 2000, 0.2), (65, 2400, 3000, 2000, 0.2)]
+                    (64, 6000, 3000, 2000, 0.2), (65, 2400, 3000, 2000, 0.2),
+                    (66, 2400, 6, 2000, 0.2, [0.5, 0.2, 0.15, 0.15])]
 
 
 @pytest.mark.parametrize("case", PERCENTILE_CASES, ids=lambda c: f"w{c[3]}")
@@ -330,13 +333,14 @@ def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
     """Per-key sketches built in SQL over values with ties, -0.0 and NaN: the reader's
     percentiles equal window_percentile_sketch_estimate's for every as_of and sub-window
     tried, and its merge of the keys' sketches writes window_percentile_sketch_merge's bytes."""
-    seed, n, spread, window, eps = case
+    seed, n, spread, window, eps = case[:5]
+    shares = case[5] if len(case) > 5 else [0.25] * 4
     rng = np.random.default_rng(seed)
     values = np.round(rng.pareto(1.1, n) * 10) - 5
     values[rng.random(n) < 0.03] = np.nan
     values[rng.random(n) < 0.03] = -0.0
     rows = [(int(k), int(t), None if rng.random() < 0.05 else float(v))
-            for k, t, v in zip(rng.integers(0, 4, n), rng.integers(0, spread, n), values)]
+            for k, t, v in zip(rng.choice(4, n, p=shares), rng.integers(0, spread, n), values)]
     df = spark.createDataFrame(rows, "k INT, ts BIGINT, x DOUBLE").repartition(3)
     blobs = [bytes(r.s) for r in df.groupBy("k").agg(
         F.expr(f"window_percentile_sketch(x, ts, {window}, {eps})").alias("s")).orderBy("k").collect()]
@@ -344,7 +348,8 @@ def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
                        .selectExpr("window_percentile_sketch_merge(s)").collect()[0][0])
     merged = merge_column(blobs)
     assert merged is not None and merged.to_bytes() == merged_sql
-    assert {b[2] for b in blobs + [merged_sql]} == {64: {8}, 65: {4, 8}}.get(seed, {4})
+    assert [b[2] for b in blobs] + [merged_sql[2]] == {
+        64: [8] * 5, 65: [4] * 4 + [8], 66: [8, 4, 4, 4, 8]}.get(seed, [4] * 5)
     percentages = "array(0.0, 0.01, 0.5, 0.99, 1.0)"
     # The merge is queried as merged, not read back: its rows must have left with the window.
     for blob, python in [(b, PercentileSketch.from_bytes(b)) for b in blobs] + [

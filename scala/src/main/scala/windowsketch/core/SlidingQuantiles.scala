@@ -95,7 +95,7 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
       if (other.compactWindow != null) compactWindow.merge(other.compactWindow)
       else {
         if (other.seenAny) compactWindow.advanceTo(other.nowTs)
-        other.foreachInWindow((t, v) => compactWindow.add(t, v))
+        other.replayInto(compactWindow)
       }
       return
     }
@@ -134,20 +134,13 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
       }
     }
 
-  /**
-   * The compact mode from here on: the window's rows go into a [[CompactQuantiles]] in
-   * time order (equal times by value), so the summary depends on the rows only.
-   */
+  /** The compact mode from here on: the window's rows go into a [[CompactQuantiles]]. */
   def toCompact(): Unit =
     if (compactWindow == null) {
       val c = new CompactQuantiles(window, eps)
       c.microsecondTime = microsecondTime
       if (seenAny) c.advanceTo(nowTs)
-      val rows = new Array[Long](held)
-      val rowValues = new Array[Double](held)
-      var n = 0
-      foreachInWindow { (t, v) => rows(n) = t; rowValues(n) = v; n += 1 }
-      SlidingQuantiles.inTimeOrder(rows, rowValues, n).foreach(i => c.add(rows(i), rowValues(i)))
+      replayInto(c)
       compactWindow = c
       times = Array.emptyLongArray
       values = Array.emptyDoubleArray
@@ -155,6 +148,19 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
       held = 0
       sorted.clear()
     }
+
+  /**
+   * Adds the window's rows to `c` in time order, equal times by value, so the summary
+   * depends on the rows only (not on the order they came in): the Python reader replays
+   * them alike.
+   */
+  private def replayInto(c: CompactQuantiles): Unit = {
+    val rows = new Array[Long](held)
+    val rowValues = new Array[Double](held)
+    var n = 0
+    foreachInWindow { (t, v) => rows(n) = t; rowValues(n) = v; n += 1 }
+    SlidingQuantiles.inTimeOrder(rows, rowValues, n).foreach(i => c.add(rows(i), rowValues(i)))
+  }
 
   /**
    * Spark's percentile of the window's values: the value at 1-based rank ceil(p n) of the
