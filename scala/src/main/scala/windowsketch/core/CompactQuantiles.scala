@@ -152,6 +152,7 @@ object QuantileSummary {
 
 /** A dyadic time node of [[CompactQuantiles]]: its rows' values, compacted. */
 final class QuantileNode(val level: Int, val lo: Long, val total: Long, val summary: QuantileSummary)
+  extends DyadicNode
 
 /**
  * One answer of [[CompactQuantiles]] for a window: per percentage the estimate, and
@@ -391,72 +392,34 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   }
 
   private def gatherSorted(): Unit = {
-    val sortedPending = pending.sortBy(n => (n.lo, -n.level)) // stable
-    val out = new ArrayBuffer[QuantileNode](nodes.size + pending.size)
-    var a = 0
-    var b = 0
-    while (a < nodes.size || b < sortedPending.size) {
-      val fromPending = a == nodes.size || (b < sortedPending.size &&
-        NodeOrder.before(sortedPending(b).level, sortedPending(b).lo, nodes(a).level, nodes(a).lo))
-      val node = if (fromPending) { b += 1; sortedPending(b - 1) } else { a += 1; nodes(a - 1) }
-      if (afterEdge(last(node.level, node.lo))) {
-        if (out.nonEmpty && out.last.level == node.level && out.last.lo == node.lo) {
-          val previous = out.last
-          previous.summary.addAll(node.summary)
-          previous.summary.compress(if (node.level == 0) leafCapacity else topCapacity,
-            CompactQuantiles.salt(node.level, node.lo))
-          out(out.size - 1) = new QuantileNode(node.level, node.lo,
-            Math.addExact(previous.total, node.total), previous.summary)
-        } else out += node
-      }
-    }
-    nodes = out
+    nodes = DyadicNodes.gather[QuantileNode](nodes, pending, afterEdge, { (previous, node) =>
+      previous.summary.addAll(node.summary)
+      previous.summary.compress(if (node.level == 0) leafCapacity else topCapacity,
+        CompactQuantiles.salt(node.level, node.lo))
+      new QuantileNode(node.level, node.lo, Math.addExact(previous.total, node.total),
+        previous.summary)
+    })
     pending = new ArrayBuffer[QuantileNode]()
   }
 
+  /**
+   * Collapses what (I) allows: a leaf, or a subtree that is one node already at its root's
+   * level, stays as it is; otherwise the subtree's summaries are unioned and compacted to
+   * the root's capacity.
+   */
   private def collapse(): Unit = {
-    // after(i): the rows of nodes [i, size).
-    val after = new Array[Long](nodes.size + 1)
-    var i = nodes.size - 1
-    while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); i -= 1 }
-    val los = nodes.map(_.lo).toArray
-    val out = new ArrayBuffer[QuantileNode](nodes.size)
-
-    def visit(k: Int, lo: Long, a: Int, b: Int, above: Long): Unit = {
-      val subtree = after(a) - after(b)
-      if (k > 0 && subtree + above + 1 <= check * after(b)) {
-        if (b - a == 1 && nodes(a).level == k) out += nodes(a)
-        else {
-          val summary = new QuantileSummary()
-          var j = a
-          while (j < b) { summary.addAll(nodes(j).summary); j += 1 }
-          summary.compress(CompactQuantiles.capacityFor(topCapacity, check, subtree, after(b)),
-            CompactQuantiles.salt(k, lo))
-          out += new QuantileNode(k, lo, subtree, summary)
-        }
-      } else if (k == 0 || b - a == 1) {
-        out += nodes(a) // (I) fails alike at every level down to its own, where it stays
-      } else {
-        val holds = nodes(a).level == k && nodes(a).lo == lo
-        if (holds) out += nodes(a)
-        val start = if (holds) a + 1 else a
-        val below = if (holds) above + nodes(a).total else above
-        val mid = lo + (1L << (k - 1))
-        val m = NodeOrder.firstAfter(los, mid - 1, start, b)
-        if (start < m) visit(k - 1, lo, start, m, below)
-        if (m < b) visit(k - 1, mid, m, b, below)
+    val from = nodes
+    nodes = DyadicNodes.collapse[QuantileNode](from, height, check, { (k, lo, a, b, rows, rowsAfter) =>
+      if (k == 0 || (b - a == 1 && from(a).level == k)) from(a)
+      else {
+        val summary = new QuantileSummary()
+        var j = a
+        while (j < b) { summary.addAll(from(j).summary); j += 1 }
+        summary.compress(CompactQuantiles.capacityFor(topCapacity, check, rows, rowsAfter),
+          CompactQuantiles.salt(k, lo))
+        new QuantileNode(k, lo, rows, summary)
       }
-    }
-
-    val rootMask = -1L << height
-    var a = 0
-    while (a < nodes.size) {
-      val rootLo = nodes(a).lo & rootMask
-      val b = NodeOrder.firstAfter(los, last(height, rootLo), a, nodes.size)
-      visit(height, rootLo, a, b, 0L)
-      a = b
-    }
-    nodes = out
+    })
   }
 
   /** The nodes after one [[compress]], in pre-order. */

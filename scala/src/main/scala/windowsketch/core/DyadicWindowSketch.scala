@@ -1,5 +1,7 @@
 package windowsketch.core
 
+import scala.collection.mutable.ArrayBuffer
+
 /**
  * The any-order, mergeable window count (design: shared/design/mergeable-sketch.md).
  *
@@ -359,6 +361,87 @@ private final class NodeBuffer(capacity: Int) {
   def add(level: Int, lo: Long, count: Long): Unit = {
     levels(size) = level; los(size) = lo; counts(size) = count
     size += 1
+  }
+}
+
+/** A dyadic time node of the sketches whose nodes carry a summary (top-k, percentiles). */
+trait DyadicNode {
+  def level: Int
+  def lo: Long
+  def total: Long
+}
+
+/**
+ * The node arithmetic those sketches share: `gather` folds pending nodes into the sorted
+ * ones, `collapse` collapses every subtree (I) n_T + 1 <= check n_R allows. How summaries
+ * combine is the family's (`combine`, `fold`).
+ */
+private[core] object DyadicNodes {
+  private def last(level: Int, lo: Long): Long = lo + ((1L << level) - 1)
+
+  /**
+   * The nodes and the pending ones (sorted, stably) merged in pre-order, equal nodes
+   * combined, nodes whose last time fails `inWindow` dropped.
+   */
+  def gather[N <: DyadicNode](nodes: ArrayBuffer[N], pending: ArrayBuffer[N],
+      inWindow: Long => Boolean, combine: (N, N) => N): ArrayBuffer[N] = {
+    val sortedPending = pending.sortBy(n => (n.lo, -n.level)) // stable: equal nodes keep their order
+    val out = new ArrayBuffer[N](nodes.size + pending.size)
+    var a = 0
+    var b = 0
+    while (a < nodes.size || b < sortedPending.size) {
+      val fromPending = a == nodes.size || (b < sortedPending.size &&
+        NodeOrder.before(sortedPending(b).level, sortedPending(b).lo, nodes(a).level, nodes(a).lo))
+      val node = if (fromPending) { b += 1; sortedPending(b - 1) } else { a += 1; nodes(a - 1) }
+      if (inWindow(last(node.level, node.lo))) {
+        if (out.nonEmpty && out.last.level == node.level && out.last.lo == node.lo) {
+          out(out.size - 1) = combine(out.last, node)
+        } else out += node
+      }
+    }
+    out
+  }
+
+  /**
+   * One top-down pass over the sorted nodes: each maximal subtree, at node (k, lo) over
+   * nodes [a, b), that (I) allows (or a leaf) becomes `fold(k, lo, a, b, rows, rowsAfter)`.
+   */
+  def collapse[N <: DyadicNode](nodes: ArrayBuffer[N], height: Int, check: Double,
+      fold: (Int, Long, Int, Int, Long, Long) => N): ArrayBuffer[N] = {
+    // after(i): the rows of nodes [i, size).
+    val after = new Array[Long](nodes.size + 1)
+    var i = nodes.size - 1
+    while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); i -= 1 }
+    val los = nodes.map(_.lo).toArray
+    val out = new ArrayBuffer[N](nodes.size)
+
+    def visit(k: Int, lo: Long, a: Int, b: Int, above: Long): Unit = {
+      val subtree = after(a) - after(b)
+      if (k == 0 || subtree + above + 1 <= check * after(b)) {
+        out += fold(k, lo, a, b, subtree, after(b))
+      } else if (b - a == 1) {
+        out += nodes(a) // (I) fails alike at every level down to its own, where it stays
+      } else {
+        val holds = nodes(a).level == k && nodes(a).lo == lo
+        if (holds) out += nodes(a)
+        val start = if (holds) a + 1 else a
+        val below = if (holds) above + nodes(a).total else above
+        val mid = lo + (1L << (k - 1))
+        val m = NodeOrder.firstAfter(los, mid - 1, start, b)
+        if (start < m) visit(k - 1, lo, start, m, below)
+        if (m < b) visit(k - 1, mid, m, b, below)
+      }
+    }
+
+    val rootMask = -1L << height
+    var a = 0
+    while (a < nodes.size) {
+      val rootLo = nodes(a).lo & rootMask
+      val b = NodeOrder.firstAfter(los, last(height, rootLo), a, nodes.size)
+      visit(height, rootLo, a, b, 0L)
+      a = b
+    }
+    out
   }
 }
 

@@ -83,6 +83,7 @@ object ItemCounts {
 
 /** A dyadic time node of [[SlidingTopK]]: `total` rows, their items' counts. */
 final class TopKNode(val level: Int, val lo: Long, val total: Long, val summary: ItemCounts)
+  extends DyadicNode
 
 /**
  * One item's count in a window: `lower <= exact <= upper`, `estimate` their middle.
@@ -221,62 +222,16 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
   }
 
   private def gatherSorted(): Unit = {
-    def key(n: TopKNode) = (n.lo, -n.level)
-    val sortedPending = pending.sortBy(key) // stable: equal nodes keep their order
-    val out = new ArrayBuffer[TopKNode](nodes.size + pending.size)
-    var a = 0
-    var b = 0
-    while (a < nodes.size || b < sortedPending.size) {
-      val fromPending = a == nodes.size || (b < sortedPending.size &&
-        NodeOrder.before(sortedPending(b).level, sortedPending(b).lo, nodes(a).level, nodes(a).lo))
-      val node = if (fromPending) { b += 1; sortedPending(b - 1) } else { a += 1; nodes(a - 1) }
-      if (afterEdge(last(node.level, node.lo))) {
-        if (out.nonEmpty && out.last.level == node.level && out.last.lo == node.lo) {
-          val previous = out.last
-          out(out.size - 1) = new TopKNode(node.level, node.lo, Math.addExact(previous.total, node.total),
-            ItemCounts.sum(Seq(previous.summary, node.summary), capacity))
-        } else out += node
-      }
-    }
-    nodes = out
+    nodes = DyadicNodes.gather[TopKNode](nodes, pending, afterEdge, (previous, node) =>
+      new TopKNode(node.level, node.lo, Math.addExact(previous.total, node.total),
+        ItemCounts.sum(Seq(previous.summary, node.summary), capacity)))
     pending = new ArrayBuffer[TopKNode]()
   }
 
   private def collapse(): Unit = {
-    // after(i): the rows of nodes [i, size).
-    val after = new Array[Long](nodes.size + 1)
-    var i = nodes.size - 1
-    while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); i -= 1 }
-    val los = nodes.map(_.lo).toArray
-    val out = new ArrayBuffer[TopKNode](nodes.size)
-
-    def visit(k: Int, lo: Long, a: Int, b: Int, above: Long): Unit = {
-      val subtree = after(a) - after(b)
-      if (k == 0 || subtree + above + 1 <= check * after(b)) {
-        out += new TopKNode(k, lo, subtree, ItemCounts.sum((a until b).map(nodes(_).summary), capacity))
-      } else if (b - a == 1) {
-        out += nodes(a) // (I) fails alike at every level down to its own, where it stays
-      } else {
-        val holds = nodes(a).level == k && nodes(a).lo == lo
-        if (holds) out += nodes(a)
-        val start = if (holds) a + 1 else a
-        val below = if (holds) above + nodes(a).total else above
-        val mid = lo + (1L << (k - 1))
-        val m = NodeOrder.firstAfter(los, mid - 1, start, b)
-        if (start < m) visit(k - 1, lo, start, m, below)
-        if (m < b) visit(k - 1, mid, m, b, below)
-      }
-    }
-
-    val rootMask = -1L << height
-    var a = 0
-    while (a < nodes.size) {
-      val rootLo = nodes(a).lo & rootMask
-      val b = NodeOrder.firstAfter(los, last(height, rootLo), a, nodes.size)
-      visit(height, rootLo, a, b, 0L)
-      a = b
-    }
-    nodes = out
+    val from = nodes
+    nodes = DyadicNodes.collapse[TopKNode](from, height, check, (k, lo, a, b, rows, _) =>
+      new TopKNode(k, lo, rows, ItemCounts.sum((a until b).map(from(_).summary), capacity)))
   }
 
   /** The compressed nodes, in pre-order (after [[compress]]). */
