@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from windowsketch.sketch._base import _signed, _unsigned
+from windowsketch.sketch._base import (_LONG_MAX, _LONG_MIN, _MASK64, InvalidSketchBytes,
+                                       _Reader, _signed, _unsigned)
 
 #: A node: (level, lo, rows, the family's summary).
 Node = tuple[int, int, int, Any]
@@ -25,6 +26,21 @@ def last(level: int, lo: int) -> int:
 def height_for(window: int) -> int:
     """Levels 0..height; the root level spans at least the window."""
     return min(62, (window - 1).bit_length())
+
+
+def read_lo(r: _Reader, i: int, now: int, previous: int) -> int:
+    """Node i's lo as the JVM reads it: a varint step back from now for the first node,
+    forward from the previous node's lo after; a step that would wrap is damage."""
+    step = r.varint() & _MASK64
+    if i == 0:
+        fits = step <= (now - _LONG_MIN) & _MASK64
+        lo = _signed(now - step)
+    else:
+        fits = step <= (_LONG_MAX - previous) & _MASK64
+        lo = _signed(previous + step)
+    if not fits:
+        raise InvalidSketchBytes(f"invalid node at position {i}")
+    return lo
 
 
 def first_after(los: Sequence[int], ts: int, start: int, stop: int) -> int:

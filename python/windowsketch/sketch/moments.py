@@ -8,9 +8,10 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
-from windowsketch.sketch._base import (_LONG_MAX, _LONG_MIN, _MASK64, _MIN_EPS, AsOf,
-                                       InvalidSketchBytes, SubWindow, WindowSketch, _Reader,
-                                       _signed, _unsigned, _Writer, register_family)
+from windowsketch.sketch import _dyadic
+from windowsketch.sketch._base import (_LONG_MAX, _MIN_EPS, AsOf, InvalidSketchBytes,
+                                       SubWindow, WindowSketch, _Reader, _signed, _unsigned,
+                                       _Writer, register_family)
 
 _KIND_MOMENTS = 5
 _MAX_NODES = 4096
@@ -141,15 +142,7 @@ class MomentsSketch(WindowSketch):
         previous = 0
         for i in range(n):
             level = r.byte()
-            step = r.varint() & _MASK64
-            if i == 0:
-                fits = step <= (now - _LONG_MIN) & _MASK64
-                lo = _signed(now - step)
-            else:
-                fits = step <= (_LONG_MAX - previous) & _MASK64
-                lo = _signed(previous + step)
-            if not fits:
-                raise InvalidSketchBytes(f"invalid node at position {i}")
+            lo = _dyadic.read_lo(r, i, now, previous)
             count = r.varint()
             nodes.append((level, lo, count, r.double(), r.double()))
             previous = lo

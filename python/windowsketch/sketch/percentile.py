@@ -13,8 +13,8 @@ from typing import ClassVar, Union
 from windowsketch.sketch import _dyadic
 from windowsketch.sketch._base import (_DOUBLE, _LONG, _LONG_MAX, _LONG_MIN, _MASK64, _MIN_EPS,
                                        AsOf, InvalidSketchBytes, SubWindow, WindowSketch,
-                                       _older_age, _Reader, _signed, _unsigned, _varint_at,
-                                       _Writer, register_family)
+                                       _older_age, _Reader, _unsigned, _varint_at, _Writer,
+                                       register_family)
 
 _KIND_PERCENTILE = 4
 _KIND_PERCENTILE_COMPACT = 8
@@ -327,15 +327,7 @@ class PercentileSketch(WindowSketch):
         previous = 0
         for i in range(n):
             level = r.byte()
-            step = r.varint() & _MASK64
-            if i == 0:
-                fits = step <= (now - _LONG_MIN) & _MASK64
-                lo = _signed(now - step)
-            else:
-                fits = step <= (_LONG_MAX - previous) & _MASK64
-                lo = _signed(previous + step)
-            if not fits:
-                raise InvalidSketchBytes(f"invalid node at position {i}")
+            lo = _dyadic.read_lo(r, i, now, previous)
             rows = r.varint()
             level_count = r.varint()
             if level_count < 1 or level_count > 63:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from windowsketch.sketch import _dyadic
-from windowsketch.sketch._base import (_EPOCH, _LONG_MAX, _LONG_MIN, _MASK64, _MIN_EPS, AsOf,
+from windowsketch.sketch._base import (_EPOCH, _LONG_MAX, _MASK64, _MIN_EPS, AsOf,
                                        InvalidSketchBytes, SubWindow, WindowSketch, _Reader,
                                        _signed, _unsigned, _Writer, register_family)
 
@@ -177,15 +177,7 @@ class TopKSketch(WindowSketch):
         previous = 0
         for i in range(n):
             level = r.byte()
-            step = r.varint() & _MASK64
-            if i == 0:
-                fits = step <= (now - _LONG_MIN) & _MASK64
-                lo = _signed(now - step)
-            else:
-                fits = step <= (_LONG_MAX - previous) & _MASK64
-                lo = _signed(previous + step)
-            if not fits:
-                raise InvalidSketchBytes(f"invalid node at position {i}")
+            lo = _dyadic.read_lo(r, i, now, previous)
             total = r.varint()
             error = r.varint()
             size = r.varint()

@@ -413,11 +413,7 @@ object SketchFormat {
     var i = 0
     while (i < n) {
       val level = in.byte().toInt
-      val step = in.varint()
-      val fits = if (i == 0) java.lang.Long.compareUnsigned(step, h.now - Long.MinValue) <= 0
-        else java.lang.Long.compareUnsigned(step, Long.MaxValue - previous) <= 0
-      if (!fits) throw new CorruptSketchException(s"invalid node at position $i")
-      val lo = if (i == 0) h.now - step else previous + step
+      val lo = readNodeLo(in, i, h.now, previous)
       nodes.add(level, lo, in.varint(), java.lang.Double.longBitsToDouble(in.long()),
         java.lang.Double.longBitsToDouble(in.long()))
       previous = lo
@@ -486,11 +482,7 @@ object SketchFormat {
     var i = 0
     while (i < n) {
       val level = in.byte().toInt
-      val step = in.varint()
-      val fits = if (i == 0) java.lang.Long.compareUnsigned(step, h.now - Long.MinValue) <= 0
-        else java.lang.Long.compareUnsigned(step, Long.MaxValue - previous) <= 0
-      if (!fits) throw new CorruptSketchException(s"invalid node at position $i")
-      val lo = if (i == 0) h.now - step else previous + step
+      val lo = readNodeLo(in, i, h.now, previous)
       val total = in.varint()
       val error = in.varint()
       val size = in.varint()
@@ -524,11 +516,7 @@ object SketchFormat {
     var i = 0
     while (i < n) {
       val level = in.byte().toInt
-      val step = in.varint()
-      val fits = if (i == 0) java.lang.Long.compareUnsigned(step, h.now - Long.MinValue) <= 0
-        else java.lang.Long.compareUnsigned(step, Long.MaxValue - previous) <= 0
-      if (!fits) throw new CorruptSketchException(s"invalid node at position $i")
-      val lo = if (i == 0) h.now - step else previous + step
+      val lo = readNodeLo(in, i, h.now, previous)
       val total = in.varint()
       val levelCount = in.varint()
       if (levelCount < 1 || levelCount > 63) throw new CorruptSketchException(s"invalid values at node $i")
@@ -563,6 +551,18 @@ object SketchFormat {
     s.restore(h.hasTime, h.now, nodes)
     s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
     s
+  }
+
+  /**
+   * Node i's lo: a varint step back from now for the first node, forward from the previous
+   * node's lo after; a step that would wrap is damage.
+   */
+  private def readNodeLo(in: ByteReader, i: Int, now: Long, previous: Long): Long = {
+    val step = in.varint()
+    val fits = if (i == 0) java.lang.Long.compareUnsigned(step, now - Long.MinValue) <= 0
+      else java.lang.Long.compareUnsigned(step, Long.MaxValue - previous) <= 0
+    if (!fits) throw new CorruptSketchException(s"invalid node at position $i")
+    if (i == 0) now - step else previous + step
   }
 
   private val CanonicalNaN = java.lang.Double.doubleToRawLongBits(Double.NaN)
