@@ -544,7 +544,7 @@ def window_percentile_sketch(
     :func:`approx_window_percentile` gives over that window's rows. Arguments as for
     :func:`approx_window_percentile`. A window of at most the exact limit is written with
     every value (about 10 bytes each) and answers exactly; a larger one in the compact form
-    (about 1.4 MB at 10⁹ values at eps 0.01), within eps·n in rank.
+    (about 1.1 MB at 10⁹ values at eps 0.01), within eps·n in rank.
 
     Examples
     --------

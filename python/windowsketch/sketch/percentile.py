@@ -70,7 +70,7 @@ def _level_capacity(k: int, depth: int) -> int:
 
 
 def _top_capacity(eps: float) -> int:
-    return max(_MIN_CAPACITY, min(1 << 16, math.ceil(0.5 / eps)))
+    return max(_MIN_CAPACITY, min(1 << 16, math.ceil(0.25 / eps)))
 
 
 def _leaf_capacity(eps: float) -> int:
@@ -81,6 +81,12 @@ def _node_capacity(top: int, check: float, rows: int, rows_after: int) -> int:
     """A collapsed node's capacity: top / 2^floor(2/3 log2(c n_R / n_w)), at least 8."""
     ratio = max(1, int(check * float(rows_after)) // max(rows, 1))
     return max(_MIN_CAPACITY, top >> min(30, 2 * (ratio.bit_length() - 1) // 3))
+
+
+def _budget(eps: float, rows: int, rows_after: int) -> float:
+    """The most variance a node may carry (CompactQuantiles.budget): eps^2 m (m + 2 r) / 45,
+    in the JVM's order of operations."""
+    return 1.0 / 45 * eps * eps * float(rows) * (float(rows) + 2.0 * float(rows_after))
 
 
 def _exact_limit(eps: float) -> int:
@@ -108,10 +114,16 @@ class _Values:
     def weight(self) -> int:
         return sum(len(level) << h for h, level in enumerate(self.levels))
 
-    def insert(self, bits: int, k: int, salt: int) -> None:
+    def variance(self) -> float:
+        v = 0.0
+        for h, done in enumerate(self.compactions):
+            v += float(done) * math.ldexp(1.0, 2 * h)
+        return v
+
+    def insert(self, bits: int, k: int, salt: int, budget: float) -> None:
         self.levels[0].append(bits)
         if len(self.levels[0]) > _level_capacity(k, len(self.levels) - 1):
-            self.compress(k, salt)
+            self.compress(k, salt, budget)
 
     def add_all(self, other: _Values) -> None:
         while len(self.levels) < len(other.levels):
@@ -121,19 +133,31 @@ class _Values:
             self.levels[h].extend(level)
             self.compactions[h] += other.compactions[h]
 
-    def compress(self, k: int, salt: int) -> None:
-        h = 0
-        while h < len(self.levels):
-            if len(self.levels[h]) > _level_capacity(k, len(self.levels) - 1 - h):
-                level = sorted(self.levels[h], key=_java_order)
-                start = len(level) & 1
-                if h + 1 == len(self.levels):
-                    self.levels.append([])
-                    self.compactions.append(0)
-                self.levels[h + 1].extend(level[start + _coin(salt, h, self.compactions[h])::2])
-                self.levels[h] = level[:start]
-                self.compactions[h] += 1
-            h += 1
+    def compress(self, k: int, salt: int, budget: float) -> None:
+        """Compacts levels past capacity, lowest first; a pass stops where a compaction
+        would take the variance past ``budget``, and passes repeat until one compacts
+        nothing (QuantileSummary.compress)."""
+        compacted = True
+        while compacted:
+            compacted = False
+            h = 0
+            while h < len(self.levels):
+                if len(self.levels[h]) > _level_capacity(k, len(self.levels) - 1 - h):
+                    if self.variance() + math.ldexp(1.0, 2 * h) > budget:
+                        break
+                    self._compact(h, salt)
+                    compacted = True
+                h += 1
+
+    def _compact(self, h: int, salt: int) -> None:
+        level = sorted(self.levels[h], key=_java_order)
+        start = len(level) & 1
+        if h + 1 == len(self.levels):
+            self.levels.append([])
+            self.compactions.append(0)
+        self.levels[h + 1].extend(level[start + _coin(salt, h, self.compactions[h])::2])
+        self.levels[h] = level[:start]
+        self.compactions[h] += 1
 
 
 #: A compact node: (level, lo, rows, values).
@@ -162,11 +186,12 @@ class _Compact:
         """A row already inside the window of ``now`` (NaN canonical)."""
         last = self.pending[-1] if self.pending else None
         if last is not None and last[0] == 0 and last[1] == t:
-            last[3].insert(bits, _leaf_capacity(self.eps), _salt(0, t))
+            last[3].insert(bits, _leaf_capacity(self.eps), _salt(0, t),
+                           _budget(self.eps, last[2] + 1, 0))
             self.pending[-1] = (0, t, last[2] + 1, last[3])
         else:
             values = _Values([[]], [0])
-            values.insert(bits, _leaf_capacity(self.eps), _salt(0, t))
+            values.insert(bits, _leaf_capacity(self.eps), _salt(0, t), _budget(self.eps, 1, 0))
             self.add_pending(now, (0, t, 1, values))
 
     def add_pending(self, now: int, node: _CompactNode) -> None:
@@ -179,12 +204,12 @@ class _Compact:
             self.add_pending(now, (level, lo, rows, values.copy()))
 
     def compress(self, now: int) -> None:
-        top, leaf, check = _top_capacity(self.eps), _leaf_capacity(self.eps), self.check
+        """The JVM's compress: gather, collapse, then compact every node as far as its
+        capacity and its variance budget allow."""
 
         def combine(level: int, lo: int, first: _Values, second: _Values) -> _Values:
             values = first.copy()
             values.add_all(second)
-            values.compress(leaf if level == 0 else top, _salt(level, lo))
             return values
 
         def fold(k: int, lo: int, nodes: Sequence[_dyadic.Node], a: int, b: int, rows: int,
@@ -194,12 +219,25 @@ class _Compact:
             values = _Values([[]], [0])
             for i in range(a, b):
                 values.add_all(nodes[i][3])
-            values.compress(_node_capacity(top, check, rows, rows_after), _salt(k, lo))
             return (k, lo, rows, values)
 
         gathered = _dyadic.gather(self.window, now, self.nodes, self.pending, combine)
-        self.nodes = _dyadic.collapse(self.height, check, gathered, fold)
+        self.nodes = _dyadic.collapse(self.height, self.check, gathered, fold)
         self.pending = []
+        self.compact_nodes()
+
+    def compact_nodes(self) -> None:
+        """CompactQuantiles.compactNodes: each node to its capacity within its budget."""
+        top, leaf = _top_capacity(self.eps), _leaf_capacity(self.eps)
+        los = [lo for _, lo, _, _ in self.nodes]
+        after = [0] * (len(self.nodes) + 1)
+        for i in range(len(self.nodes) - 1, -1, -1):
+            after[i] = after[i + 1] + self.nodes[i][2]
+        for i, (level, lo, rows, values) in enumerate(self.nodes):
+            rows_after = after[_dyadic.first_after(los, _dyadic.last(level, lo), i + 1,
+                                                   len(self.nodes))]
+            capacity = leaf if level == 0 else _node_capacity(top, self.check, rows, rows_after)
+            values.compress(capacity, _salt(level, lo), _budget(self.eps, rows, rows_after))
 
     def answer(self, ps: list[float], end: int, length: int) -> list[float] | None:
         """The estimates (CompactQuantiles.answerAt) for ``(end - length, end]``."""

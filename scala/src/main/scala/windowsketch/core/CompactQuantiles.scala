@@ -49,14 +49,15 @@ final class QuantileSummary private (
     w
   }
 
-  /** Adds one row's value, compacting to capacity `k` when level 0 is full. */
-  def insert(value: Double, k: Int, salt: Long): Unit = {
+  /** Adds one row's value, compacting to capacity `k` (within `budget`) when level 0 is full. */
+  def insert(value: Double, k: Int, salt: Long, budget: Double): Unit = {
     append(0, value)
-    if (sizes(0) > QuantileSummary.capacity(k, sizes.length - 1)) compress(k, salt)
+    if (sizes(0) > QuantileSummary.capacity(k, sizes.length - 1)) compress(k, salt, budget)
   }
 
   /** Takes in every value of `other`, level by level, and its compaction counts. */
   def addAll(other: QuantileSummary): Unit = {
+    settledCapacity = -1
     if (other.sizes.length > sizes.length) grow(other.sizes.length)
     var h = 0
     while (h < other.sizes.length) {
@@ -69,16 +70,40 @@ final class QuantileSummary private (
 
   /**
    * Compacts every level past its capacity, lowest first: level h may hold
-   * max(2, ceil(k (2/3)^(top - h))) values. The coin of a compaction mixes `salt` (the
-   * group), the level and the compactions done there so far.
+   * max(2, ceil(k (2/3)^(top - h))) values. A pass stops at the first compaction that
+   * would take the variance past `budget` (a compaction at h adds 4^h whatever its coin).
+   * The coin of a compaction mixes `salt` (the group), the level and the compactions done
+   * there so far.
    */
-  def compress(k: Int, salt: Long): Unit = {
-    var h = 0
-    while (h < sizes.length) {
-      if (sizes(h) > QuantileSummary.capacity(k, sizes.length - 1 - h)) compact(h, salt)
-      h += 1
+  def compress(k: Int, salt: Long, budget: Double): Unit = {
+    if (k == settledCapacity && budget < settledNeed) return
+    // A compaction that opens a level lowers the capacities below it: pass again until a
+    // pass compacts nothing, so a summary compressed twice is the summary compressed once.
+    var compacted = true
+    var need = Double.PositiveInfinity
+    while (compacted) {
+      compacted = false
+      need = Double.PositiveInfinity
+      var h = 0
+      while (h < sizes.length && need == Double.PositiveInfinity) {
+        if (sizes(h) > QuantileSummary.capacity(k, sizes.length - 1 - h)) {
+          val after = variance + java.lang.Math.scalb(1.0, 2 * h)
+          if (after > budget) need = after
+          else { compact(h, salt); compacted = true }
+        }
+        h += 1
+      }
     }
+    settledCapacity = k
+    settledNeed = need
   }
+
+  // After a compress to capacity k that ended with nothing to compact below a variance of
+  // `settledNeed` (infinite: nothing past capacity), a compress to k with a smaller budget
+  // would do nothing: a compacting node re-checked on every compress skips the passes.
+  // Any change to the values forgets it.
+  private var settledCapacity = -1
+  private var settledNeed = 0.0
 
   private def compact(h: Int, salt: Long): Unit = {
     val m = sizes(h)
@@ -92,6 +117,7 @@ final class QuantileSummary private (
   }
 
   private def append(h: Int, value: Double): Unit = {
+    settledCapacity = -1
     if (h >= sizes.length) grow(h + 1)
     if (sizes(h) == levels(h).length) levels(h) = java.util.Arrays.copyOf(levels(h), 2 * sizes(h))
     levels(h)(sizes(h)) = value
@@ -126,12 +152,9 @@ object QuantileSummary {
   /** max(2, ceil(k (2/3)^depth)), in integers so that every reader computes the same. */
   def capacity(k: Int, depth: Int): Int =
     if (depth >= 30) 2
-    else {
-      var den = 1L
-      var d = 0
-      while (d < depth) { den *= 3; d += 1 }
-      math.max(2L, ((k.toLong << depth) + den - 1) / den).toInt
-    }
+    else math.max(2L, ((k.toLong << depth) + PowersOfThree(depth) - 1) / PowersOfThree(depth)).toInt
+
+  private val PowersOfThree = Array.iterate(1L, 30)(_ * 3)
 
   /** One bit of SplitMix64 over the group, the level and its compactions so far. */
   private[core] def coin(salt: Long, h: Int, done: Long): Int =
@@ -178,16 +201,16 @@ final class CompactAnswer(val estimates: Array[Double], val lower: Array[Double]
  * and a [[QuantileSummary]] of its values. A subtree collapses into its root w only when
  * (I) n_T + 1 <= c n_R, with T the rows of w's subtree and ancestors, R those of the nodes
  * wholly after w and c = eps / 3, so the nodes straddling a window's start hold at most
- * c n rows. A collapsed node's summary is compacted to capacity
- * k_top / 2^floor(2/3 log2(c n_R / n_w)): old nodes, small beside the rows after them,
- * need less precision (Arasu and Manku, PODS 2004, size a block's summary by the window,
- * not by the block).
+ * c n rows. A node's summary is compacted towards capacity
+ * k_top / 2^floor(2/3 log2(c n_R / n_w)) (old nodes, small beside the rows after them,
+ * need less precision: Arasu and Manku, PODS 2004, size a block's summary by the window,
+ * not by the block), but only while (B) its variance stays within [[budget]].
  *
  * A query reads the values of the nodes wholly inside the window. With probability at
  * least 1 - 2 delta (fair coins), the answer's rank is within
- * c n + sqrt(2 V ln(2 / delta)) + 1 of p n, V being the inside nodes' variance; the
- * capacities keep that at most eps n (docs/percentiles.md), and [[CompactAnswer]] carries
- * what it is computed from so tests check it on every output.
+ * c n + sqrt(2 V ln(2 / delta)) + 1 of p n, V being the inside nodes' variance; (B) keeps
+ * V <= eps^2 n^2 / 45, so that is within eps n at delta = 10^-4 (docs/percentiles.md), and
+ * [[CompactAnswer]] carries what it is computed from so tests check it on every output.
  */
 final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAxis {
   ExponentialHistogram.checkParameters(window, eps)
@@ -196,7 +219,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   val height: Int = DyadicWindowSketch.heightFor(window)
   /** The straddling nodes' share of a window's rows, at most. */
   val check: Double = eps / 3
-  /** The capacity of the summaries of internal nodes as large as (I) allows. */
+  /** The capacity of the summaries of internal nodes as large as (I) allows (before (B)). */
   val topCapacity: Int = CompactQuantiles.topCapacityFor(eps)
   /** The capacity of a leaf's summary: one timestamp's rows may be the whole window. */
   val leafCapacity: Int = CompactQuantiles.leafCapacityFor(eps)
@@ -240,12 +263,12 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
       val last = if (pending.isEmpty) null else pending.last
       // Rows of one timestamp share a leaf.
       if (last != null && last.level == 0 && last.lo == ts) {
-        last.summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts))
+        last.summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts), budget(last.total + 1, 0L))
         pending(pending.size - 1) = new QuantileNode(0, ts, last.total + 1, last.summary)
         notePendingValue(value, last.summary)
       } else {
         val summary = new QuantileSummary()
-        summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts))
+        summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts), budget(1L, 0L))
         if (last != null && (last.level != 0 || last.lo > ts)) pendingInOrder = false
         notePendingValue(value, summary)
         addPending(new QuantileNode(0, ts, 1L, summary)) // may compress, which clears them
@@ -371,6 +394,14 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     viewFrom = from
   }
 
+  /**
+   * The most variance a node of `rows` rows, with `rowsAfter` rows in nodes wholly after
+   * it, may carry: eps^2 m (m + 2 r) / 45. Over the nodes inside a window these add up to
+   * at most eps^2 n_L^2 / 45 (docs/percentiles.md, "Compact mode", step 4).
+   */
+  private[core] def budget(rows: Long, rowsAfter: Long): Double =
+    CompactQuantiles.BudgetScale * eps * eps * rows.toDouble * (rows.toDouble + 2.0 * rowsAfter.toDouble)
+
   private def afterEdge(ts: Long): Boolean =
     ts > nowTs || java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
 
@@ -382,10 +413,14 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     if (pending.size >= math.max(CompactQuantiles.MinPending, nodes.size)) compress()
   }
 
-  /** Folds the pending nodes in (equal nodes merged, expired ones dropped) and collapses. */
+  /**
+   * Folds the pending nodes in (equal nodes unioned, expired ones dropped), collapses, and
+   * compacts each node as far as its capacity and its variance budget allow.
+   */
   def compress(): Unit = {
     gatherSorted()
     collapse()
+    compactNodes()
     viewFrom = -1
     pendingValueCount = 0
     pendingInOrder = true
@@ -394,32 +429,52 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   private def gatherSorted(): Unit = {
     nodes = DyadicNodes.gather[QuantileNode](nodes, pending, afterEdge, { (previous, node) =>
       previous.summary.addAll(node.summary)
-      previous.summary.compress(if (node.level == 0) leafCapacity else topCapacity,
-        CompactQuantiles.salt(node.level, node.lo))
-      new QuantileNode(node.level, node.lo, Math.addExact(previous.total, node.total),
-        previous.summary)
+      new QuantileNode(node.level, node.lo, Math.addExact(previous.total, node.total), previous.summary)
     })
     pending = new ArrayBuffer[QuantileNode]()
   }
 
   /**
    * Collapses what (I) allows: a leaf, or a subtree that is one node already at its root's
-   * level, stays as it is; otherwise the subtree's summaries are unioned and compacted to
-   * the root's capacity.
+   * level, stays as it is; otherwise the subtree's summaries are unioned into the root.
    */
   private def collapse(): Unit = {
     val from = nodes
-    nodes = DyadicNodes.collapse[QuantileNode](from, height, check, { (k, lo, a, b, rows, rowsAfter) =>
+    nodes = DyadicNodes.collapse[QuantileNode](from, height, check, { (k, lo, a, b, rows, _) =>
       if (k == 0 || (b - a == 1 && from(a).level == k)) from(a)
       else {
         val summary = new QuantileSummary()
         var j = a
         while (j < b) { summary.addAll(from(j).summary); j += 1 }
-        summary.compress(CompactQuantiles.capacityFor(topCapacity, check, rows, rowsAfter),
-          CompactQuantiles.salt(k, lo))
         new QuantileNode(k, lo, rows, summary)
       }
     })
+  }
+
+  /**
+   * Compacts every node to its capacity (a leaf's, or the internal one for its rows and
+   * the rows wholly after it), each compaction only while the node's variance stays within
+   * its [[budget]]. Rows after a node only grow, so an old node compacts further as the
+   * window fills after it.
+   */
+  private def compactNodes(): Unit = {
+    val after = new Array[Long](nodes.size + 1)
+    var i = nodes.size - 1
+    while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); i -= 1 }
+    val los = nodes.map(_.lo).toArray
+    i = 0
+    while (i < nodes.size) {
+      val node = nodes(i)
+      val end = last(node.level, node.lo)
+      // Usually the next node starts after this one; an ancestor of nodes after it searches.
+      val next = if (i + 1 == nodes.size || los(i + 1) > end) i + 1
+        else NodeOrder.firstAfter(los, end, i + 1, nodes.size)
+      val rowsAfter = after(next)
+      val capacity = if (node.level == 0) leafCapacity
+        else CompactQuantiles.capacityFor(topCapacity, check, node.total, rowsAfter)
+      node.summary.compress(capacity, CompactQuantiles.salt(node.level, node.lo), budget(node.total, rowsAfter))
+      i += 1
+    }
   }
 
   /** The nodes after one [[compress]], in pre-order. */
@@ -459,20 +514,27 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
 
 object CompactQuantiles {
   private val MinPending = 64
+  /**
+   * A node of m rows with r rows wholly after it may have variance at most
+   * eps^2 m (m + 2 r) / 45: over the nodes inside a window of n_L rows these sum to at
+   * most eps^2 n_L^2 / 45, so sqrt(2 V ln(2 / 10^-4)) <= 0.664 eps n_L.
+   */
+  private val BudgetScale = 1.0 / 45
 
   /**
-   * k_top for eps: the inside nodes' variance V must keep sqrt(2 V ln(2 / delta)) + 1
-   * within (eps - c) n = 2 eps n / 3 (docs/percentiles.md derives the constant).
+   * k_top for eps: small enough that (B), not the capacity, decides how far the nodes that
+   * matter compact (a larger one held more values in 10^5 to 10^7-row windows; smaller
+   * ones held the same).
    */
   def topCapacityFor(eps: Double): Int =
     math.max(MinCapacity.toLong, math.min(1L << 16, math.ceil(TopCapacityScale / eps).toLong)).toInt
 
-  private val TopCapacityScale = 0.5
+  private val TopCapacityScale = 0.25
 
   /**
-   * A leaf's capacity: its summary alone may have to meet the bound, and a KLL summary of
-   * c rows at capacity k has V <= 2 (c / k)^2 (measured), so 12 / eps keeps
-   * sqrt(2 V ln(2 / delta)) within 2 eps c / 3 at delta = 10^-4.
+   * A leaf's capacity: one timestamp's rows may be the whole window, and (B) allows a leaf
+   * of c rows V <= eps^2 c^2 / 45; a KLL summary of c rows at capacity k has
+   * V <= 2 (c / k)^2 (measured), so at 12 / eps (B) rarely refuses a leaf's compaction.
    */
   def leafCapacityFor(eps: Double): Int =
     math.max(MinCapacity.toLong, math.min(1L << 16, math.ceil(12.0 / eps).toLong)).toInt

@@ -24,7 +24,7 @@ import windowsketch.core.{SketchFormat, SlidingQuantiles}
       values). Exact mode, rank error 0: every frame, and GROUP BY while a partial
       aggregate's window holds at most the exact limit (the smallest power of two at least
       16 / eps^2: 262,144 values at eps 0.01). Past it, or past 16,777,216 values held, the
-      compact mode keeps a summary (about 1.4 MB at 10^9 values, eps 0.01) and meets the
+      compact mode keeps a summary (about 1.1 MB at 10^9 values, eps 0.01) and meets the
       bound with probability at least 1 - 2 * 10^-4 per answer (docs/percentiles.md).
       Over a running window frame ordered by `ts` a row costs amortized
       O(log n + n / 32768) in exact mode.

@@ -35,7 +35,7 @@ import windowsketch.core.{SketchFormat, SlidingQuantiles}
     merge. A window of at most the exact limit (the smallest power of two at least
     16 / eps^2: 262,144 values at eps 0.01) is written exactly, every value with its time
     (about 10 bytes a value), and answers exactly; a larger one is written in the compact
-    form (format kind 8, about 1.4 MB at 10^9 values at eps 0.01), whose answers are within
+    form (format kind 8, about 1.1 MB at 10^9 values at eps 0.01), whose answers are within
     eps * n in rank with probability at least 1 - 2 * 10^-4 (docs/percentiles.md). The
     format is in docs/format.md.
   """,
