@@ -9,7 +9,8 @@ working, never a crash.
 writes the golden states with whatever jar the session loads: it wrote
 tests/golden/live/window_*.bin, with version 1 but for window_alerts_positions (version 2,
 the first with alerts), window_moments_positions and window_top_k_positions (version 2,
-the first with moments and top values)."""
+the first with moments and top values) and window_percentile_compact_positions (version 2,
+percentiles past the exact limit, after the compact nodes' variance budgets)."""
 from __future__ import annotations
 
 import os
@@ -35,6 +36,8 @@ SCENARIOS = {
     # eps 0.3: the moments' buckets compact (and straddle) in windows of ~500 values.
     "window_moments_positions": (100, 10, "count:0.05,moments:0.3"),
     "window_top_k_positions": (100, 10, "count:0.05,top_k:3"),
+    # eps 0.3: past 256 values the percentile's state is written compact (kind 8).
+    "window_percentile_compact_positions": (3000, 100, "count:0.05,percentile:0.3:0.5:0.99"),
 }
 # Small enough to flip every bit: 16 registers for the distinct count.
 FUZZED = (100, 10, "count:0.05:above=20:below=5,sum:0.05,distinct:0.39,percentile:0.01:0.5,"
@@ -107,6 +110,8 @@ def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name):
     before, tick, after, end = inputs(name)
     state, first = live_window(sketches, name, b"", before, tick)
     assert state[:2] == bytes([0x57, 2])
+    if name == "window_percentile_compact_positions":
+        assert bytes([0x57, 1, 8]) in state  # a compact percentile sketch's header
     final, rest = live_window(sketches, name, state, after, end)
     straight_state, straight = live_window(sketches, name, b"", before + after, end)
     assert first + rest == straight and final == straight_state

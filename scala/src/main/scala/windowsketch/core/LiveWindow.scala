@@ -171,10 +171,25 @@ final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) 
   }
 }
 
-final class LivePercentileSlide(val quantiles: SlidingQuantiles, percentages: Array[Double])
+final class LivePercentileSlide(initial: SlidingQuantiles, percentages: Array[Double])
     extends LiveSlide {
+  private var quantiles = initial
   def add(ts: Long, input: Long): Unit = quantiles.add(ts, java.lang.Double.longBitsToDouble(input))
-  def advanceTo(tick: Long): Unit = quantiles.advanceTo(tick)
+
+  /**
+   * Past the exact limit a key's bytes hold the compact form, which keeps less than memory
+   * does: from then on each tick leaves in memory what the bytes hold, so a key resumed
+   * from its state answers as one that never stopped.
+   */
+  def advanceTo(tick: Long): Unit = {
+    quantiles.advanceTo(tick)
+    if (quantiles.isCompact || quantiles.heldCount > CompactQuantiles.exactLimit(quantiles.eps)) {
+      val bytes = SketchFormat.serializeQuantiles(quantiles)
+      if (bytes(2) == SketchFormat.KindQuantilesCompact) { // the header's kind byte
+        quantiles = SketchFormat.deserializeQuantiles(bytes)
+      }
+    }
+  }
   def isEmpty: Boolean = quantiles.count == 0L
   def end: Option[Long] = if (quantiles.hasTime) Some(quantiles.now) else None
   /** The values at the percentages, or null for an empty window. */
