@@ -142,6 +142,7 @@ class Sketches:
 
         self.replay = _scala_object(spark, "windowsketch.core.Replay")
         self.format = _scala_object(spark, "windowsketch.core.SketchFormat")
+        self.throughput = _scala_object(spark, "windowsketch.core.Throughput")
 
     def run(self, window: int, eps: float, ts, events, with_sizes: bool = False):
         """Per row: estimate, lower, upper, seed estimate, buckets, bytes (int64 columns)."""

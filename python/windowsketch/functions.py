@@ -424,12 +424,13 @@ def approx_window_percentile(
     ``percentile_approx``'s answer over exactly the window's rows: the smallest value of
     the window such that at least ``percentage`` of the window's non-NULL values are less
     than or equal to it. The guarantee: the answer is a value of the window whose rank is
-    within ``eps * n`` of ``percentage * n``. Window frames, and ``groupBy().agg()`` while a
-    partial aggregate's window holds at most the exact limit (the smallest power of two at
-    least 16 / eps², 262,144 values at eps 0.01), keep every value: rank error 0. Past it,
-    or past 16,777,216 values held, a compact summary meets the bound with probability at
-    least 1 - 2·10⁻⁴ per answer (docs/percentiles.md). A running frame ordered by ``ts``
-    pays amortized O(log n + n / 32768) per row in exact mode; rows may come in any order.
+    within ``eps * n`` of ``percentage * n``. While the window holds at most the exact limit
+    (the largest power of two at most 64 / eps: 4,096 values at eps 0.01; in a running frame
+    ordered by ``ts``, 320 / eps: 16,384 at eps 0.01) every value is kept: rank error 0.
+    Past it, in every frame and in ``groupBy().agg()``, a compact
+    summary set by eps (about 440 KB at 10⁶ values, 1.1 MB at 10⁹, eps 0.01) meets the
+    bound with probability at least 1 - 2·10⁻⁴ per answer (docs/percentiles.md). Rows may
+    come in any order.
 
     Parameters
     ----------
@@ -542,9 +543,9 @@ def window_percentile_sketch(
     :func:`window_percentile_sketch_estimate`: percentiles in any window of up to
     ``window`` ending at or after the sketch's largest ``ts``, each what
     :func:`approx_window_percentile` gives over that window's rows. Arguments as for
-    :func:`approx_window_percentile`. A window of at most the exact limit is written with
-    every value (about 10 bytes each) and answers exactly; a larger one in the compact form
-    (about 1.1 MB at 10⁹ values at eps 0.01), within eps·n in rank.
+    :func:`approx_window_percentile`. A window of at most the exact limit (4,096 values at
+    eps 0.01) is written with every value (about 10 bytes each) and answers exactly; a larger
+    one in the compact form (about 1.1 MB at 10⁹ values at eps 0.01), within eps·n in rank.
 
     Examples
     --------
@@ -1173,9 +1174,10 @@ def approx_window_top_k(
     ``lower <= exact <= upper`` for every item listed and ``upper - lower <= eps * n``
     (``n`` the window's non-NULL rows); every item occurring more than ``eps * n`` times is
     listed unless ``k`` items with larger counts are. In a running frame ordered by ``ts``
-    the counts are exact; elsewhere (other frames, ``groupBy().agg()``, rows in any order)
-    a mergeable sketch of dyadic time nodes, each with a Misra–Gries summary, answers
-    (``docs/top-k.md``).
+    the counts are exact until the window first holds more than the largest power of two at
+    most 8 / eps rows (512 at eps 0.01), then bounded as above in memory set by eps;
+    elsewhere (other frames, ``groupBy().agg()``, rows in any order) a mergeable sketch of
+    dyadic time nodes, each with a Misra–Gries summary, answers (``docs/top-k.md``).
 
     Parameters
     ----------

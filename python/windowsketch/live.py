@@ -133,12 +133,14 @@ def moments(x: ColumnOrName, eps: float = 0.01) -> LiveAggregate:
     return LiveAggregate("moments", _checked(x, "x"), "moments", _accuracy(eps, "eps"))
 
 
-def top_k(x: ColumnOrName, k: int) -> LiveAggregate:
+def top_k(x: ColumnOrName, k: int, eps: float = 0.01) -> LiveAggregate:
     """The ``k`` most frequent non-NULL values of ``x`` (BOOLEAN, numeric, STRING, DATE or
-    TIMESTAMP) in the window, with their exact counts, as an array of structs ``item,
-    count`` ordered by count (ties by item; empty for an empty window): the window's rows
-    are held in the key's state, as :func:`windowsketch.functions.approx_window_top_k` holds
-    them in a running frame."""
+    TIMESTAMP) in the window, as an array of structs ``item, count, lower, upper`` ordered
+    by count (ties by the larger lower bound, then by item; empty for an empty window), with
+    ``lower <= exact <= upper``: exact counts while a key's window holds at most
+    ``2**floor(log2(8 / eps))`` rows (512 at eps 0.01), then ``upper - lower <= eps * n``
+    in state set by eps, as :func:`windowsketch.functions.approx_window_top_k` counts them
+    in a running frame."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"`k` must be a positive int (how many values to list), got {k!r}")
-    return LiveAggregate("top_k", _checked(x, "x"), "top_k", 0.01, k=k)
+    return LiveAggregate("top_k", _checked(x, "x"), "top_k", _accuracy(eps, "eps"), k=k)

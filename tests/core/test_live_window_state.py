@@ -13,6 +13,7 @@ the first with moments and top values) and window_percentile_compact_positions (
 percentiles past the exact limit, after the compact nodes' variance budgets)."""
 from __future__ import annotations
 
+import collections
 import os
 import re
 import sys
@@ -36,17 +37,29 @@ SCENARIOS = {
     # eps 0.3: the moments' buckets compact (and straddle) in windows of ~500 values.
     "window_moments_positions": (100, 10, "count:0.05,moments:0.3"),
     "window_top_k_positions": (100, 10, "count:0.05,top_k:3"),
-    # eps 0.3: past 256 values the percentile's state is written compact (kind 8).
+    # eps 0.3: past 128 values the percentile's window is held compact.
     "window_percentile_compact_positions": (3000, 100, "count:0.05,percentile:0.3:0.5:0.99"),
+    # eps 0.1: past 64 rows the top values' counts are bounded (a sketch in the state).
+    "window_top_k_bounded_positions": (3000, 100, "count:0.05,top_k:3:0.1"),
 }
+# Scenarios whose percentile or top-k slide is past its exact limit at the stop.
+BOUNDED = {"window_percentile_compact_positions", "window_top_k_bounded_positions"}
+# Golden states of version 3 stopped at a watermark between ticks, with final inputs
+# already in the slides (`_folded`); window_top_k_bounded_positions is of version 3 too.
+FOLDED_GOLDEN = ["window_mix_positions", "window_percentile_compact_positions",
+                 "window_top_k_bounded_positions"]
+# Golden states whose percentile window version 2 wrote compressed (kind 8) where memory
+# held pending leaves: a key resumed from one continues from the compressed nodes, so its
+# percentiles are checked against the exact windows instead of a key that never stopped.
+COMPACTED_GOLDEN = {"window_percentile_compact_positions"}
 # Small enough to flip every bit: 16 registers for the distinct count.
 FUZZED = (100, 10, "count:0.05:above=20:below=5,sum:0.05,distinct:0.39,percentile:0.01:0.5,"
           "moments:0.3,top_k:2")
 
 
 def inputs(name: str):
-    """(inputs before the stop, the last tick emitted before it, inputs after, the end):
-    each input (time, aggregate index, value) in the family's encoding."""
+    """(inputs before the stop, the last tick emitted before it, inputs after, the end, the
+    stop): each input (time, aggregate index, value) in the family's encoding."""
     window, every, aggregates = FUZZED if name == "fuzzed" else SCENARIOS[name]
     families = [a.split(":")[0] for a in aggregates.split(",")]
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -85,7 +98,9 @@ def inputs(name: str):
     rng.shuffle(before[-20:])
     rng.shuffle(after[:20])
     end = (200 if name == "window_before_any_tick" else 40 * every) + 3 * window
-    return before, tick, after, end
+    # A watermark between ticks (not `stop` itself where it is one): the inputs after the
+    # last tick up to it are final, and fold.
+    return before, tick, after, end, stop if stop % every else stop - 1
 
 
 def packed(rows) -> bytes:
@@ -105,26 +120,96 @@ def load(name: str) -> bytes:
         return f.read()
 
 
+def slide_forms(sketches, name, state) -> list[str]:
+    w, e, a = SCENARIOS[name]
+    return str(sketches.replay.liveSlideForms(w, e, a, state)).split(",")
+
+
+@pytest.mark.parametrize("stop_at", ["tick", "watermark"])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name):
-    before, tick, after, end = inputs(name)
-    state, first = live_window(sketches, name, b"", before, tick)
-    assert state[:2] == bytes([0x57, 2])
-    if name == "window_percentile_compact_positions":
-        assert bytes([0x57, 1, 8]) in state  # a compact percentile sketch's header
+def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name, stop_at):
+    """Stopped where the caller's watermark is a tick (inputs after it wait, pending) or
+    between ticks (final inputs after the last tick already in the slides): the state holds
+    each slide exactly as memory does."""
+    before, tick, after, end, stop = inputs(name)
+    up_to = tick if stop_at == "tick" else stop
+    state, first = live_window(sketches, name, b"", before, up_to)
+    assert state[:2] == bytes([0x57, 3])
+    every = SCENARIOS[name][1]
+    last_tick = up_to - up_to % every
+    folds = any(last_tick < r[0] <= up_to for r in before)
+    assert folds == (stop_at == "watermark"), name
+    assert bool(state[2] & 4) == folds, name  # the state's flag for folded inputs
+    assert ("bounded" in slide_forms(sketches, name, state)) == (name in BOUNDED), name
     final, rest = live_window(sketches, name, state, after, end)
     straight_state, straight = live_window(sketches, name, b"", before + after, end)
     assert first + rest == straight and final == straight_state
     assert len(rest) >= 10 and rest[-1].split("|")[1].startswith("0,0,0"), name  # the last row: empty
-    # The golden state (version 1; version 2 for alerts) resumes to the same rows.
-    assert live_window(sketches, name, load(name), after, end)[1] == rest
+    if stop_at == "tick" and name in COMPACTED_GOLDEN:
+        resumed = live_window(sketches, name, load(name), after, end)[1]
+        assert [r.split("|")[:2] for r in resumed] == [r.split("|")[:2] for r in rest]
+        check_percentiles_against_exact(before + after, resumed, name)
+    elif stop_at == "tick":
+        # The golden state (of versions 1 to 3) resumes to the same rows.
+        assert live_window(sketches, name, load(name), after, end)[1] == rest
+    elif name in FOLDED_GOLDEN:
+        assert live_window(sketches, name, load(f"{name}_folded"), after, end)[1] == rest
+
+
+def check_percentiles_against_exact(rows, lines, name):
+    """Each emitted percentile (slide 1) is a value of its tick's window whose rank is
+    within eps n of p n."""
+    window, _, aggregates = SCENARIOS[name]
+    eps, *percentages = (float(x) for x in aggregates.split(",")[1].split(":")[1:])
+    ts = np.array([r[0] for r in rows], dtype=np.int64)
+    which = np.array([r[1] for r in rows])
+    values = np.array([r[2] for r in rows], dtype=np.int64).view(np.float64)
+    for line in lines:
+        tick = int(line.split("|")[0])
+        window_values = np.sort(values[(which == 1) & (ts <= tick) & (ts > tick - window)])
+        n = len(window_values)
+        answer = line.split("|")[2]
+        if n == 0:
+            assert answer == "null", tick
+            continue
+        for p, estimate in zip(percentages, (float(x) for x in answer.split(","))):
+            below = np.searchsorted(window_values, estimate, "left")
+            at_most = np.searchsorted(window_values, estimate, "right")
+            assert at_most > below, (tick, p)  # a value of the window
+            assert max(0.0, below - p * n, p * n - at_most) <= eps * n, (tick, p)
+
+
+def test_bounded_top_values_hold_their_certified_bounds_at_every_tick(sketches):
+    """Past the exact limit each listed count brackets the exact count of its tick's window,
+    at most eps * n apart."""
+    name = "window_top_k_bounded_positions"
+    before, _, after, end, _ = inputs(name)
+    rows = before + after
+    _, lines = live_window(sketches, name, b"", rows, end)
+    ts = np.array([r[0] for r in rows], dtype=np.int64)
+    which = np.array([r[1] for r in rows])
+    value = np.array([r[2] for r in rows], dtype=np.int64)
+    window = SCENARIOS[name][0]
+    widened = 0
+    for line in lines:
+        tick = int(line.split("|")[0])
+        inside = (which == 1) & (ts <= tick) & (ts > tick - window)
+        counts = collections.Counter(int(v) for v in value[inside])
+        n = int(inside.sum())
+        listed = [tuple(int(x) for x in c.split(":")) for c in line.split("|")[2].split(",") if c]
+        assert len(listed) == min(3, len(counts)), tick
+        for item, estimate, lower, upper in listed:
+            assert lower <= counts[item] <= upper and upper - lower <= 0.1 * n, (tick, item)
+            assert lower <= estimate <= upper
+            widened += upper > lower
+    assert widened > 0  # the bounds are at work
 
 
 def test_alerts_on_counts_and_sums_are_true_of_the_exact_window(sketches):
     """Each crossing of the count's and the sum's thresholds, against the exact count and sum
     of its tick's window; the gap empties both (falls), the refill raises them again."""
     name = "window_alerts_positions"
-    before, _, after, end = inputs(name)
+    before, _, after, end, _ = inputs(name)
     rows = before + after
     _, lines = live_window(sketches, name, b"", rows, end)
     ts = np.array([r[0] for r in rows], dtype=np.int64)
@@ -143,6 +228,26 @@ def test_alerts_on_counts_and_sums_are_true_of_the_exact_window(sketches):
         check_crossings_against_exact(fired, exact_rows, above, below, 0.05)
 
 
+@pytest.mark.parametrize("aggregate, most", [("percentile:0.01:0.5:0.99", 500_000),
+                                             ("top_k:5:0.01", 400_000)])
+def test_a_busy_keys_state_is_set_by_eps_not_by_its_rows(sketches, aggregate, most):
+    """One key with 2·10^4 and then 2·10^5 rows in its window (one a position, window 10^6,
+    items of a skewed stream over 10^4 values): the state bytes past the exact limit stay
+    within a bound (the rows alone take 2 MB: 10 bytes each), and ten times the rows add
+    far less than ten times the bytes."""
+    sizes = []
+    for rows in (20_000, 200_000):
+        rng = np.random.default_rng(zlib.crc32(aggregate.encode()))
+        if aggregate.startswith("top_k"):
+            values = (10_000 * rng.random(rows) ** 3).astype(np.int64)
+        else:
+            values = rng.normal(100, 30, rows).astype(np.float64).view(np.int64)
+        inputs = [(t, 0, int(v)) for t, v in enumerate(values)]
+        out = sketches.replay.liveWindowState(10**6, 1000, aggregate, b"", packed(inputs), rows)
+        sizes.append(len(bytes(out[0])))
+    assert sizes[1] < most and sizes[1] < 2.5 * sizes[0], sizes
+
+
 @pytest.mark.parametrize("change, message", [
     ({"every": 20}, "every 10 (now 20)"),
     ({"window": 99}, "window 100 (now 99)"),
@@ -157,7 +262,7 @@ def test_alerts_on_counts_and_sums_are_true_of_the_exact_window(sketches):
      "percentile(0.01, 0.5, 0.99) (now count(0.1))"),
 ])
 def test_restart_under_other_parameters_is_refused_naming_them(sketches, change, message):
-    before, tick, _, _ = inputs("window_mix_positions")
+    before, tick, _, _, _ = inputs("window_mix_positions")
     state, _ = live_window(sketches, "window_mix_positions", b"", before, tick)
     with pytest.raises(Exception, match=re.escape(
             f"the live window state was written with {message}: ")):
@@ -171,7 +276,7 @@ def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sket
     (magic, version, flags, last tick, window, every) is refused; after them, every fifth
     bit is flipped (values and hashes are free bits: they load)."""
     name = "fuzzed"
-    before, tick, after, end = inputs(name)
+    before, tick, after, end, _ = inputs(name)
     state, _ = live_window(sketches, name, b"", before[-60:], tick)
     body = state[:-4]
     fixed_bits = 8 * (3 + 3 * 8)
@@ -206,8 +311,12 @@ if __name__ == "__main__":
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     for scenario in sys.argv[2:] or SCENARIOS:
-        first_inputs, first_tick, _, _ = inputs(scenario)
+        first_inputs, first_tick, _, _, first_stop = inputs(scenario)
         data, _ = live_window(Replay, scenario, b"", first_inputs, first_tick)
         with open(os.path.join(out_dir, f"{scenario}.bin"), "wb") as f:
             f.write(data)
+        if scenario in FOLDED_GOLDEN:
+            data, _ = live_window(Replay, scenario, b"", first_inputs, first_stop)
+            with open(os.path.join(out_dir, f"{scenario}_folded.bin"), "wb") as f:
+                f.write(data)
     session.stop()

@@ -42,12 +42,17 @@ def stream(rng, kind, n):
 KINDS = ["zipf", "uniform", "flood", "ties", "distinct"]
 
 
-def answers(packed, rows, k=K):
+def answers(packed, rows, k=K, modes=None):
     """Per output: (listed [(item, estimate, lower, upper)], effective eps); the sketch's
-    invariant, checked on some rows, must hold on each."""
+    invariant, checked on some rows, must hold on each. `modes`, a list, receives the
+    time-ordered counts' mode per row (1 exact, 2 bounded)."""
     width = 3 + 4 * k
     values = np.frombuffer(bytes(packed), dtype=">i8").reshape(rows, width)
-    assert (values[:, -1] == 1).all(), "the sketch's invariant broke"
+    if modes is None:
+        assert (values[:, -1] == 1).all(), "the sketch's invariant broke"
+    else:
+        assert np.isin(values[:, -1], (1, 2)).all()
+        modes.extend(int(x) for x in values[:, -1])
     out = []
     for row in values:
         m = int(row[0])
@@ -61,30 +66,47 @@ def window_counts(ts, items, present, seen, end, length):
     return collections.Counter(int(x) for x in items[mask])
 
 
-def per_row(sketches, window, eps, ts, items, present, ordered):
+def per_row(sketches, window, eps, ts, items, present, ordered, modes=None):
     packed = sketches.replay.topKPerRow(window, float(eps), K, ordered, _longs(ts), _longs(items),
                                         _flags(present))
-    return answers(packed, len(ts))
+    return answers(packed, len(ts), modes=modes if ordered else None)
+
+
+def exact_limit(eps: float) -> int:
+    """OrderedTopK.exactLimit: the largest power of two at most 8 / eps."""
+    limit = 1
+    while 2 * limit <= 8 / eps:
+        limit *= 2
+    return limit
 
 
 @pytest.mark.parametrize("ordered", [False, True], ids=["sketch", "ordered"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("window,eps", [(1, 0.3), (200, 0.3), (200, 0.1), (1000, 0.05)])
 def test_every_row_in_time_order(sketches, kind, window, eps, ordered):
+    """The sketch, and the time-ordered counts: exact until the window first holds more than
+    their exact limit rows (16, 64 and 128 here), bounded by eps for good after."""
     rng = np.random.default_rng(stable_seed("top-k-in-order", kind, window))
     ts, items, present = stream(rng, kind, 1200)
-    out = per_row(sketches, window, eps, ts, items, present, ordered)
+    modes: list[int] = []
+    out = per_row(sketches, window, eps, ts, items, present, ordered, modes)
     straddled = 0
+    bounded_from = None
     for i, (listed, effective) in enumerate(out):
         seen = np.arange(len(ts)) <= i
         counts = window_counts(ts, items, present, seen, ts[i], window)
-        check_window(listed, eps if ordered else effective, counts, (kind, i), exact=ordered,
-                     tie=raw_bytes)
+        exact = ordered and modes[i] == 1
+        if ordered and bounded_from is None and sum(counts.values()) > exact_limit(eps):
+            bounded_from = i
+        if ordered:  # bounded exactly from the first window past the limit
+            assert modes[i] == (1 if bounded_from is None else 2), (kind, i)
+        check_window(listed, effective, counts, (kind, i), exact=exact, tie=raw_bytes)
         straddled += any(lower < upper for _, _, lower, upper in listed)
-        if not ordered:
-            assert effective <= eps  # no node cap at this size
-    if not ordered and window > 1 and eps == 0.3 and kind not in ("ties", "distinct"):
+        assert effective <= eps  # no node cap at this size
+    if window > 1 and eps == 0.3 and kind not in ("ties", "distinct"):
         assert straddled > len(ts) // 10, straddled  # the bounds are at work
+    if ordered and window > 1:
+        assert bounded_from is not None, kind
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -187,6 +209,27 @@ def test_damaged_or_foreign_bytes_are_refused_by_name(sketches):
             sketches.format.deserializeTopK(bad)
     with pytest.raises(Exception, match=r"a top-k sketch \(window_top_k_sketch\) is not a count sketch"):
         sketches.format.deserialize(data)
+
+
+def test_the_item_dictionary_is_canonical(sketches):
+    """Kind 9 writes each item once, ascending, every one used: bytes with the dictionary out
+    of order or holding an item no node counts are refused (equal states, equal bytes), and
+    a sketch read back writes the same bytes."""
+    sketch = _sketch(sketches, list(range(300)), [i % 9 for i in range(300)], window=500)
+    data = bytes(sketches.format.serializeTopK(sketch))
+    assert data[2] == 9
+    body = data[:-4]
+    # After the header (22 bytes), c (8), the item type (7): the count, then 9 items of 9 bytes.
+    start = 38
+    assert body[start - 1] == 9 and all(body[start + 9 * i] == 8 for i in range(9))
+    items = [body[start + 9 * i: start + 9 * i + 9] for i in range(9)]
+    swapped = body[:start] + items[1] + items[0] + b"".join(items[2:]) + body[start + 81:]
+    unused = (body[:start - 1] + bytes([10]) + b"".join(items) + b"\x08" + b"\x7f" * 8
+              + body[start + 81:])
+    for message, bad in {"items out of order": swapped, "an unused item": unused}.items():
+        with pytest.raises(Exception, match=f"invalid sketch bytes: {message}"):
+            sketches.format.deserializeTopK(_crc(bad))
+    assert bytes(sketches.format.serializeTopK(sketches.format.deserializeTopK(data))) == data
 
 
 def test_damaged_bytes_with_valid_checksums_are_refused_or_stay_certified(sketches):

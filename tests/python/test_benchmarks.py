@@ -27,13 +27,17 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Top-k sketch size at a window of 10^9 positions",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
-                    "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling"):
+                    "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling",
+                    "Memory per group against the rows in its window (KB of heap)",
+                    "Running frames past the exact limits",
+                    "200,000 rows in two keys' one window, the default driver"):
         assert f"## {section}" in report
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
-        "percentiles", "percentile state", "moments", "top k",
+        "percentiles", "percentile state", "moments", "top k", "memory per group",
+        "bounded frames", "big window",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert all(float(r["value"]) >= 0 for r in rows)
     # The moments' error at mean 10^9 within eps / 2; the prefix difference's far from it.
@@ -60,5 +64,9 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                if r["section"] == "percentile state" and r["case"] == "n=1000000"
                and r["measure"] == "sketch bytes"]
     assert held < 10**6
-    for plot in ("window_time.png", "state_size.png"):
+    # Every family's heap per group at 10^4 rows of one window, in both orders, within 2 MB.
+    heap = {r["case"]: float(r["value"]) for r in rows
+            if r["section"] == "memory per group" and r["measure"] == "heap at 10000 rows"}
+    assert len(heap) == 12 and all(v < 2 * 2**20 for v in heap.values()), heap
+    for plot in ("window_time.png", "state_size.png", "memory_per_group.png"):
         assert (out / plot).stat().st_size > 5000

@@ -48,10 +48,12 @@ def exact(values, percentages=PERCENTAGES):
 
 @pytest.mark.parametrize("name", ["time", "positions_merged", "empty", "compact_time",
                                   "compact_merged", "legacy_compact_time",
-                                  "legacy_compact_merged"])
+                                  "legacy_compact_merged", "legacy_replayed_compact_time",
+                                  "legacy_replayed_compact_merged"])
 def test_golden_files_answer_as_the_jvm_recorded_and_write_back(name):
     """Each golden file reads and answers as the JVM recorded, and writes back the same
-    bytes; a legacy one (before the variance budgets) writes back compacted to today's
+    bytes; a legacy one (before the variance budgets, or replayed compact when written)
+    writes back compacted to today's
     capacities (tests/spark/test_percentiles.py checks those bytes against the JVM's)."""
     with open(os.path.join(PERCENTILE_GOLDEN, "answers.json")) as f:
         recorded = json.load(f)["sketches"][name]

@@ -320,12 +320,12 @@ def test_python_distinct_merges_write_the_jvms_bytes(sketches, parts, small):
 # -- damaged bytes ---------------------------------------------------------------------
 
 # seed, rows, spread of ts, window (positions), eps, and the keys' shares. Past the exact
-# limit (512 values at eps 0.2): every key's sketch compact (64); every key's exact and their
-# merge compact (65); key 0 compact, the others exact, with 60 to 80 rows a timestamp, more
+# limit (256 values at eps 0.2): every key's sketch compact (64); every key's exact and their
+# merge compact (65); key 0 compact, the others exact, with about 70 rows a timestamp, more
 # than a leaf holds at eps 0.2 (60), merged into it (66).
 PERCENTILE_CASES = [(61, 3000, 5000, 1000, 0.01), (62, 800, 300, 7, 0.5), (63, 6000, 10**6, 10**5, 0.05),
-                    (64, 6000, 3000, 2000, 0.2), (65, 2400, 3000, 2000, 0.2),
-                    (66, 2400, 6, 2000, 0.2, [0.5, 0.2, 0.15, 0.15])]
+                    (64, 6000, 3000, 2000, 0.2), (65, 800, 3000, 2000, 0.2),
+                    (66, 1400, 3, 2000, 0.2, [0.55, 0.15, 0.15, 0.15])]
 
 
 @pytest.mark.parametrize("case", PERCENTILE_CASES, ids=lambda c: f"w{c[3]}")

@@ -1,4 +1,4 @@
-"""The pure-Python reader of top-k sketches (format kind 6), no Spark: the golden files
+"""The pure-Python reader of top-k sketches (format kinds 9 and 6), no Spark: the golden files
 answer as the JVM recorded and write back byte for byte; sub-window queries of the golden
 time sketch hold the bounds against the golden rows; merges, damaged bytes, wrong
 families and bad arguments behave as in SQL."""
@@ -26,16 +26,20 @@ def load(name: str) -> bytes:
         return f.read()
 
 
-@pytest.mark.parametrize("name", ["time", "positions_merged", "empty"])
+@pytest.mark.parametrize("name", ["time", "positions_merged", "empty", "kind6_time",
+                                  "kind6_positions_merged", "kind6_empty"])
 def test_golden_files_answer_as_the_jvm_recorded_and_write_back(name):
+    """Kind 9 (items in a dictionary) reads and writes back byte for byte; kind 6 (an
+    earlier build's, items in every node) reads and writes back as today's kind-9 file."""
     with open(os.path.join(TOP_K_GOLDEN, "answers.json")) as f:
         recorded = json.load(f)["sketches"][name]
     blob = load(name)
     sketch = WindowSketch.from_bytes(blob)
-    assert isinstance(sketch, TopKSketch) and sketch.kind == "top_k"
+    assert isinstance(sketch, TopKSketch)
+    assert sketch.kind == ("top_k" if name.startswith("kind6_") else "top_k_dictionary")
     assert sketch.item_type == "string"
     assert [list(c) for c in sketch.top(5)] == recorded
-    assert sketch.to_bytes() == blob
+    assert sketch.to_bytes() == load(name.removeprefix("kind6_"))
 
 
 def test_every_sub_window_of_the_golden_time_sketch_holds_the_bounds():
@@ -101,6 +105,23 @@ def test_damaged_bytes_and_other_families_are_refused_by_name():
     unknown = with_checksum(body[:30] + b"\x06" + b"struct" + body[37:])
     with pytest.raises(InvalidSketchBytes, match="unknown item type struct"):
         TopKSketch.from_bytes(unknown).top(1)
+
+
+def test_the_item_dictionary_is_canonical():
+    """Kind 9's items ascending, each used: a dictionary out of order or holding an item no
+    node counts is refused, as the JVM refuses it."""
+    body = load("positions_merged")[:-4]
+    start = 22 + 8 + 1 + len(b"string")
+    d = body[start]
+    entries, at = [], start + 1
+    for _ in range(d):
+        entries.append(body[at: at + 1 + body[at]])
+        at += 1 + body[at]
+    swapped = body[:start + 1] + entries[1] + entries[0] + b"".join(entries[2:]) + body[at:]
+    unused = body[:start] + bytes([d + 1]) + b"".join(entries) + b"\x03zzz" + body[at:]
+    for message, bad in {"items out of order": swapped, "an unused item": unused}.items():
+        with pytest.raises(InvalidSketchBytes, match=f"invalid sketch bytes: {message}"):
+            TopKSketch.from_bytes(with_checksum(bad))
 
 
 def test_bad_arguments_are_named():

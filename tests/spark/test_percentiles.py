@@ -120,10 +120,80 @@ def rank_error(values, answer, p):
     return max(0.0, below - p * len(ordered), p * len(ordered) - at_most)
 
 
+# Frames whose windows pass the exact limit (512 values at eps 0.1): the sliding one holds
+# 701 rows.
+COMPACT_FRAMES = {**FRAMES, "sliding-rows": "PARTITION BY key ORDER BY ts, id ROWS BETWEEN "
+                                            "700 PRECEDING AND CURRENT ROW"}
+
+
+@pytest.mark.parametrize("frame", sorted(COMPACT_FRAMES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_windows_past_the_exact_limit_are_within_eps_in_every_frame(spark, kind, frame):
+    """Every row of every frame kind, windows of up to 700 values at eps 0.1 (exact limit
+    512): each answer is a value of its window within eps n of p n, compact or not, and
+    many windows are past the limit."""
+    eps = 0.1
+    rng = np.random.default_rng(stable_seed("percentile-compact-frames", kind, frame))
+    spark.createDataFrame(rows(rng, kind, 2100), "id INT, key STRING, ts BIGINT, x DOUBLE") \
+        .repartition(3).createOrReplaceTempView("pct_compact_rows")
+    over = COMPACT_FRAMES[frame]
+    # The window (10^6 positions) holds every row of the frame with a time: the frame's x.
+    got = spark.sql(f"""
+        SELECT approx_window_percentile(x, ts, 1000000, {P_SQL}, {eps}) OVER ({over}) AS ours,
+               collect_list(CASE WHEN ts IS NOT NULL THEN x END) OVER ({over}) AS frame
+        FROM pct_compact_rows""").collect()
+    past = 0
+    checked = set()
+    for r in got:
+        values = np.sort(np.array(r.frame, dtype=float))
+        if not len(values):
+            assert r.ours is None
+            continue
+        past += len(values) > 512
+        seen = (len(values), float(values.sum()), tuple(r.ours))  # a whole partition's rows repeat
+        if seen in checked:
+            continue
+        checked.add(seen)
+        n = len(values)
+        for p, answer in zip(PERCENTAGES, r.ours):
+            below = np.searchsorted(values, answer, "left")
+            at_most = np.searchsorted(values, answer, "right")
+            assert at_most > below, (frame, p)  # a value of the window
+            assert max(0.0, below - p * n, p * n - at_most) <= eps * n, (frame, p, n)
+    assert past > 300, past
+
+
+@pytest.mark.parametrize("frame", ["running-range", "running-rows"])
+def test_running_frames_stay_exact_to_their_own_limit(spark, frame):
+    """A running frame's window is held only in memory, so it stays exact while its heap is
+    below the compact mode's: at eps 0.1 up to 2,048 values (a written sketch: 512). Every
+    row of windows of up to about 1,800 values equals the sorted window; the same rows'
+    GROUP BY partials travel compact."""
+    eps = 0.1
+    rng = np.random.default_rng(stable_seed("percentile-running-exact", frame))
+    spark.createDataFrame(rows(rng, "heavy-tailed", 5400), "id INT, key STRING, ts BIGINT, x DOUBLE") \
+        .repartition(3).createOrReplaceTempView("pct_running_rows")
+    over = FRAMES[frame]
+    got = spark.sql(f"""
+        SELECT approx_window_percentile(x, ts, 1000000, {P_SQL}, {eps}) OVER ({over}) AS ours,
+               collect_list(CASE WHEN ts IS NOT NULL THEN x END) OVER ({over}) AS frame
+        FROM pct_running_rows""").collect()
+    largest = 0
+    for r in got:
+        values = sorted(r.frame)
+        expected = [values[max(math.ceil(p * len(values)) - 1, 0)] for p in PERCENTAGES] if values else None
+        assert r.ours == expected, len(values)
+        largest = max(largest, len(values))
+    assert 1500 < largest <= 2048, largest
+    kinds = spark.sql(f"SELECT key, window_percentile_sketch(x, ts, 1000000, {eps}) AS s "
+                      "FROM pct_running_rows GROUP BY key").collect()
+    assert [bytes(r.s)[2] for r in kinds] == [8, 8, 8]
+
+
 @pytest.mark.parametrize("window", [20000, 10**6])
 @pytest.mark.parametrize("kind", KINDS)
 def test_group_by_in_compact_mode_is_within_eps_of_the_sorted_window(spark, kind, window):
-    """Partial aggregates of more than the exact limit (512 values at eps 0.2) travel in
+    """Partial aggregates of more than the exact limit (256 values at eps 0.2) travel in
     the compact form and merge as summaries: every key's answer is a value of its window
     within eps n of p n, and the bounds bracket the exact percentile (or are NULL: no held
     value meets the rank the bracket needs)."""
@@ -232,16 +302,19 @@ def test_python_arguments_are_checked_before_spark_sees_them():
 # bytes keep reading. `python tests/spark/test_percentiles.py` rewrites them; the tests
 # never do.
 PERCENTILE_GOLDEN = os.path.join(GOLDEN, "percentile")
-# Compact sketches written before the nodes' variance budgets (the same format, kind 8):
-# they read and answer as recorded; a rewrite compacts them to today's capacities, the
-# same bytes from the JVM and the Python reader.
-LEGACY_PERCENTILE = ["legacy_compact_merged", "legacy_compact_time"]
+# Compact sketches (the same format, kind 8) written before the nodes' variance budgets
+# (legacy_compact_*), and before the exact limit held in memory, when a window past it was
+# replayed into the compact form as it was written (legacy_replayed_compact_*): they read
+# and answer as recorded; a rewrite compacts them to today's capacities, the same bytes
+# from the JVM and the Python reader.
+LEGACY_PERCENTILE = ["legacy_compact_merged", "legacy_compact_time",
+                     "legacy_replayed_compact_merged", "legacy_replayed_compact_time"]
 
 
 def golden_percentile_bytes(spark) -> dict[str, bytes]:
     """name -> bytes, from the golden rows: values with ties, -0.0 and NaN; a time sketch,
     a positions sketch merged from two keys' partials, and an empty one (exact, kind 4);
-    past the exact limit (512 values at eps 0.2), a compact time sketch and two keys'
+    past the exact limit (256 values at eps 0.2), a compact time sketch and two keys'
     compact sketches read back and merged (kind 8)."""
     from windowsketch import _scala_object
 

@@ -18,7 +18,8 @@ from windowsketch.sketch._base import (_DOUBLE, _LONG, _LONG_MAX, _LONG_MIN, _MA
 
 _KIND_PERCENTILE = 4
 _KIND_PERCENTILE_COMPACT = 8
-# The most values the exact mode holds (SlidingQuantiles.MaxValues).
+# The most rows an exact form's bytes may hold (SlidingQuantiles.MaxValues): what the
+# exact limit once allowed.
 _MAX_VALUES = 1 << 24
 _CANONICAL_NAN = 0x7FF8000000000000
 
@@ -90,10 +91,11 @@ def _budget(eps: float, rows: int, rows_after: int) -> float:
 
 
 def _exact_limit(eps: float) -> int:
-    """The most values of a window written exactly (CompactQuantiles.exactLimit)."""
-    target = 16.0 / (eps * eps)
+    """The most values a window holds exactly (CompactQuantiles.exactLimit): the largest
+    power of two at most 64 / eps."""
+    target = 64.0 / eps
     limit = 1
-    while limit < target and limit < _MAX_VALUES:
+    while 2.0 * limit <= target and limit < _MAX_VALUES:
         limit <<= 1
     return limit
 
@@ -497,15 +499,18 @@ class PercentileSketch(WindowSketch):
 
     def _merge_state(self, other: WindowSketch) -> None:
         assert isinstance(other, PercentileSketch)
-        if (self._compact is not None or other._compact is not None
-                or len(self._rows) + len(other._rows) > _MAX_VALUES):
-            compact = self._to_compact()
-            if other._compact is not None:
-                compact.merge(self._now, other._compact)
-            else:
-                self._replay(other._rows)
-            return
-        self._rows = [row for row in self._rows + other._rows if self._in_window(row[0])]
+        if self._compact is None and other._compact is None:
+            # As SlidingQuantiles.merge: the union's rows in the merged window decide.
+            rows = [row for row in self._rows + other._rows if self._in_window(row[0])]
+            if len(rows) <= _exact_limit(self._eps):
+                self._rows = rows
+                return
+            self._rows = [row for row in self._rows if self._in_window(row[0])]
+        compact = self._to_compact()
+        if other._compact is not None:
+            compact.merge(self._now, other._compact)
+        else:
+            self._replay(other._rows)
 
     def _written_kind(self) -> int:
         if self._compact is not None or (

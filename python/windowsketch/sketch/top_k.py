@@ -1,7 +1,8 @@
-"""Top-k sketches (format kind 6): ``window_top_k_sketch``'s dyadic time nodes, each with
-its row count and a Misra–Gries summary of item counts, read, queried (the same lists as
-``window_top_k_sketch_estimate``, with items of their own Python type), merged and written
-byte for byte as the JVM does (SlidingTopK). docs/top-k.md has the guarantee."""
+"""Top-k sketches (format kinds 6 and 9): ``window_top_k_sketch``'s dyadic time nodes, each
+with its row count and a Misra–Gries summary of item counts, read, queried (the same lists
+as ``window_top_k_sketch_estimate``, with items of their own Python type), merged and written
+byte for byte as the JVM does (SlidingTopK): kind 9, each item once in a dictionary (kind 6,
+items written in every node, still reads). docs/top-k.md has the guarantee."""
 from __future__ import annotations
 
 import datetime
@@ -18,6 +19,7 @@ from windowsketch.sketch._base import (_EPOCH, _LONG_MAX, _MASK64, _MIN_EPS, AsO
                                        _signed, _unsigned, _Writer, register_family)
 
 _KIND_TOP_K = 6
+_KIND_TOP_K_DICTIONARY = 9
 _MAX_NODES = 4096
 _MIN_PENDING = 64
 _MAX_CHECK = 1.0
@@ -151,7 +153,8 @@ class TopKSketch(WindowSketch):
     _merged: bool
 
     _family: ClassVar[str] = "a top-k sketch (window_top_k_sketch)"
-    _kind_names: ClassVar[dict[int, str]] = {_KIND_TOP_K: "top_k"}
+    _kind_names: ClassVar[dict[int, str]] = {_KIND_TOP_K: "top_k",
+                                             _KIND_TOP_K_DICTIONARY: "top_k_dictionary"}
 
     def _height(self) -> int:
         return _dyadic.height_for(self._window)
@@ -168,6 +171,18 @@ class TopKSketch(WindowSketch):
             raise InvalidSketchBytes(f"invalid collapse parameter {check}")
         limit = len(r.data)
         self._item_type = self._bytes(r, limit).decode("utf-8", errors="replace")
+        dictionary: list[bytes] | None = None
+        if self._kind == _KIND_TOP_K_DICTIONARY:
+            d = r.varint()
+            if d < 0 or d > limit:
+                raise InvalidSketchBytes(f"invalid item count {d}")
+            dictionary = []
+            for _ in range(d):
+                item = self._bytes(r, limit)
+                if dictionary and dictionary[-1] >= item:
+                    raise InvalidSketchBytes("items out of order")
+                dictionary.append(item)
+        used = [False] * len(dictionary) if dictionary is not None else []
         n = r.varint()
         if n < 0 or n > limit // 5 or (n > 0 and not self._has_time):
             raise InvalidSketchBytes(f"invalid node count {n}")
@@ -184,11 +199,22 @@ class TopKSketch(WindowSketch):
             if size < 0 or size > capacity:
                 raise InvalidSketchBytes(f"invalid item count at node {i}")
             items, counts = [], []
+            index = -1
             for _ in range(size):
-                items.append(self._bytes(r, limit))
+                if dictionary is None:
+                    items.append(self._bytes(r, limit))
+                else:
+                    step = r.varint()
+                    if step < 0 or step >= len(dictionary) - index - 1:
+                        raise InvalidSketchBytes(f"invalid item at node {i}")
+                    index += step + 1
+                    items.append(dictionary[index])
+                    used[index] = True
                 counts.append(r.varint())
             nodes.append((level, lo, total, _Summary(tuple(items), tuple(counts), error)))
             previous = lo
+        if not all(used):
+            raise InvalidSketchBytes("an unused item")
         self._check = check
         self._nodes = nodes
         self._pending = []
@@ -287,12 +313,21 @@ class TopKSketch(WindowSketch):
                                          _capacity(self._eps), self._nodes, self._pending)
         return self._compressed
 
+    def _written_kind(self) -> int:
+        return _KIND_TOP_K_DICTIONARY  # as the JVM writes every top-k sketch
+
     def _write(self, w: _Writer) -> None:
         nodes, check = self._compress()
         w.double(check)
         item_type = self._item_type.encode("utf-8")
         w.varint(len(item_type))
         w.out += item_type
+        dictionary = sorted({item for _, _, _, summary in nodes for item in summary.items})
+        w.varint(len(dictionary))
+        for item in dictionary:
+            w.varint(len(item))
+            w.out += item
+        index_of = {item: i for i, item in enumerate(dictionary)}
         w.varint(len(nodes))
         previous = self._now
         for i, (level, lo, total, summary) in enumerate(nodes):
@@ -301,9 +336,10 @@ class TopKSketch(WindowSketch):
             w.varint(total)
             w.varint(summary.error)
             w.varint(len(summary.items))
+            index = -1
             for item, count in zip(summary.items, summary.counts):
-                w.varint(len(item))
-                w.out += item
+                w.varint(index_of[item] - index - 1)
+                index = index_of[item]
                 w.varint(count)
             previous = lo
 

@@ -230,18 +230,16 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   private var nowTs = 0L
 
   // Answers per row in time order (a running frame) read a view instead of sorting every
-  // held value: the values of the compressed nodes from `viewFrom` on, sorted with their
-  // cumulative weights, rebuilt when a compress changes the nodes or a node leaves the
-  // window; and the pending leaves' values, sorted as rows arrive, while every pending node
-  // is a leaf of weight-1 values added in time order.
+  // held value: the values of the compressed nodes from `viewFrom` on with their weights,
+  // built at the first answer after a compress, a node's values taken out as it leaves the
+  // window; with them the pending leaves' values, added as rows arrive, while every pending
+  // node is a leaf of weight-1 values added in time order. `view` is null when not built.
+  private var view: WeightedValues = null
   private var viewFrom = -1
-  private var viewValues = Array.emptyDoubleArray
-  private var viewCumulative = Array.emptyLongArray
   private var viewSpread = 0L
   private var viewVariance = 0.0
   private var viewStraddlers = Array.emptyIntArray
-  private var pendingValues = new Array[Double](16)
-  private var pendingValueCount = 0
+  private val pendingValues = new SortedBlocks
   private var pendingInOrder = true
 
   def hasTime: Boolean = seenAny
@@ -300,9 +298,9 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
    * while the rows came in time order, so a running frame's row costs a few binary
    * searches plus its share of the view's rebuilds.
    */
-  def answer(ps: Array[Double]): CompactAnswer =
-    if (pendingInOrder && (pending.isEmpty || afterStart(pending.head.lo))) answerFromView(ps)
-    else answerAt(ps, nowTs, window)
+  def answer(ps: Array[Double], bounds: Boolean = true): CompactAnswer =
+    if (pendingInOrder && (pending.isEmpty || afterStart(pending.head.lo))) answerFromView(ps, bounds)
+    else answerAt(ps, nowTs, window, bounds)
 
   /** True if `ts` (at most now) lies inside the window ending at now. */
   private def afterStart(ts: Long): Boolean = java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
@@ -310,22 +308,15 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   private def notePendingValue(value: Double, leaf: QuantileSummary): Unit =
     if (pendingInOrder) {
       if (leaf.levelCount > 1) pendingInOrder = false // a burst's leaf compacted
-      else {
-        if (pendingValueCount == pendingValues.length) {
-          pendingValues = java.util.Arrays.copyOf(pendingValues, 2 * pendingValueCount)
-        }
-        val at = SlidingQuantiles.upperBound(pendingValues, pendingValueCount, value)
-        System.arraycopy(pendingValues, at, pendingValues, at + 1, pendingValueCount - at)
-        pendingValues(at) = value
-        pendingValueCount += 1
-      }
+      else if (view != null) view.addExtra(value)
+      else pendingValues.insert(value)
     }
 
-  private def answerFromView(ps: Array[Double]): CompactAnswer = {
+  private def answerFromView(ps: Array[Double], bounds: Boolean): CompactAnswer = {
     ps.foreach(p => require(p >= 0 && p <= 1, s"percentage must be in [0, 1], got $p"))
     // The compressed nodes inside the window are a suffix: pre-order sorts them by lo.
     val from = HeldValues.firstTrue(nodes.size, i => afterStart(nodes(i).lo))
-    if (from != viewFrom) buildView(from)
+    if (view == null) buildView(from) else if (from != viewFrom) leaveView(from)
     var straddling = 0L
     viewStraddlers.foreach { i =>
       val node = nodes(i)
@@ -333,9 +324,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
         straddling = Math.addExact(straddling, node.total)
       }
     }
-    val viewRows = if (viewCumulative.isEmpty) 0L else viewCumulative(viewCumulative.length - 1)
-    new HeldValues(viewValues, viewCumulative, pendingValues, pendingValueCount)
-      .answer(ps, Math.addExact(viewRows, pendingValueCount.toLong), straddling, viewSpread, viewVariance)
+    view.answer(ps, view.total, straddling, viewSpread, viewVariance, bounds)
   }
 
   /**
@@ -343,7 +332,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
    * `end` from now on), from the values of the nodes wholly inside it ([[HeldValues]]),
    * the nodes straddling its start counted apart.
    */
-  def answerAt(ps: Array[Double], end: Long, length: Long): CompactAnswer = {
+  def answerAt(ps: Array[Double], end: Long, length: Long, bounds: Boolean = true): CompactAnswer = {
     require(length > 0 && length <= window, s"sub-window $length must be in [1, $window]")
     require(!seenAny || end >= nowTs, s"the window must end at or after now ($nowTs), not $end")
     ps.foreach(p => require(p >= 0 && p <= 1, s"percentage must be in [0, 1], got $p"))
@@ -363,35 +352,58 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
         straddling = Math.addExact(straddling, node.total)
       }
     }
-    val (values, cumulative) = HeldValues.merged(insideNodes.iterator.map(_.summary))
-    new HeldValues(values, cumulative, Array.emptyDoubleArray, 0)
-      .answer(ps, inside, straddling, spread, variance)
+    HeldValues.of(insideNodes.iterator.map(_.summary)).answer(ps, inside, straddling, spread, variance, bounds)
   }
 
   /**
-   * The view of the compressed nodes from `from` on: their values merged
-   * ([[HeldValues.merged]]), their spread and variance summed in node order (as
-   * [[answerAt]] sums them), and the nodes before `from` that reach into the window.
+   * The view of the compressed nodes from `from` on: their values with their weights
+   * ([[HeldValues.of]]) and the pending values, then what [[leaveView]] sets.
    */
   private def buildView(from: Int): Unit = {
+    view = HeldValues.of(nodes.iterator.drop(from).map(_.summary))
+    var i = 0
+    while (i < pendingValues.size) { view.addExtra(pendingValues.select(i)); i += 1 }
+    pendingValues.clear()
+    viewFrom = from
+    summarizeView()
+  }
+
+  /** Takes the values of the nodes before `from` out of the view (they left the window). */
+  private def leaveView(from: Int): Unit = {
+    var i = viewFrom
+    while (i < from) {
+      val summary = nodes(i).summary
+      var h = 0
+      while (h < summary.levelCount) {
+        var j = 0
+        while (j < summary.sizes(h)) { view.subtract(summary.levels(h)(j), 1L << h); j += 1 }
+        h += 1
+      }
+      i += 1
+    }
+    viewFrom = from
+    summarizeView()
+  }
+
+  /**
+   * The view's nodes' spread and variance, summed in node order (as [[answerAt]] sums
+   * them), and the nodes before them that reach into the window.
+   */
+  private def summarizeView(): Unit = {
     var spread = 0L
     var variance = 0.0
-    var i = from
+    var i = viewFrom
     while (i < nodes.size) {
       val summary = nodes(i).summary
       spread = Math.addExact(spread, summary.spread)
       variance += summary.variance
       i += 1
     }
-    val (values, cumulative) = HeldValues.merged(nodes.iterator.drop(from).map(_.summary))
-    viewValues = values
-    viewCumulative = cumulative
     viewSpread = spread
     viewVariance = variance
-    viewStraddlers = (0 until from).filter { j =>
+    viewStraddlers = (0 until viewFrom).filter { j =>
       afterStart(math.min(last(nodes(j).level, nodes(j).lo), nowTs))
     }.toArray
-    viewFrom = from
   }
 
   /**
@@ -421,8 +433,8 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     gatherSorted()
     collapse()
     compactNodes()
-    viewFrom = -1
-    pendingValueCount = 0
+    view = null
+    pendingValues.clear()
     pendingInOrder = true
   }
 
@@ -480,13 +492,31 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   /** The nodes after one [[compress]], in pre-order. */
   def compressedNodes: Seq[QuantileNode] = { compress(); nodes.toSeq }
 
+  /** The compressed nodes as held, in pre-order, and the pending ones in arrival order. */
+  private[core] def heldNodes: Seq[QuantileNode] = nodes.toSeq
+  private[core] def pendingNodes: Seq[QuantileNode] = pending.toSeq
+
+  /**
+   * Puts back the pending leaves of a state read exactly as held, after [[restore]]: a
+   * running frame's sorted pending values follow from them, as they did when they came.
+   */
+  private[core] def restorePending(leaves: ArrayBuffer[QuantileNode]): Unit = {
+    pending = new ArrayBuffer[QuantileNode]()
+    leaves.foreach { leaf =>
+      pending += leaf
+      if (leaf.summary.levelCount > 1) pendingInOrder = false
+      var i = 0
+      while (pendingInOrder && i < leaf.summary.sizes(0)) { notePendingValue(leaf.summary.levels(0)(i), leaf.summary); i += 1 }
+    }
+  }
+
   private[core] def restore(hasTime: Boolean, now: Long, restored: ArrayBuffer[QuantileNode]): Unit = {
     seenAny = hasTime
     nowTs = now
     nodes = restored
     pending = new ArrayBuffer[QuantileNode]()
-    viewFrom = -1
-    pendingValueCount = 0
+    view = null
+    pendingValues.clear()
     pendingInOrder = true
   }
 
@@ -549,16 +579,34 @@ object CompactQuantiles {
   private val MinCapacity = 8
 
   /**
-   * The most values of a window written exactly: the smallest power of two at least
-   * 16 / eps^2 (262,144 at eps 0.01), at most [[SlidingQuantiles.MaxValues]]. Past it the
-   * compact form is a fraction of the rows' bytes (docs/percentiles.md).
+   * The most values a window holds exactly: the largest power of two at most 64 / eps
+   * (4,096 at eps 0.01, 512 at 0.1). There the exact form (about 10 bytes a value written,
+   * 16 to 32 in memory) is no larger than the compact one, which holds about as many values
+   * until its leaves (12 / eps values) compact (measured: docs/percentiles.md); past it
+   * the compact form holds the window, in memory and in bytes.
    */
   def exactLimit(eps: Double): Int = {
-    val target = 16.0 / (eps * eps)
+    val target = ExactScale / eps
     var limit = 1
-    while (limit < target && limit < SlidingQuantiles.MaxValues) limit <<= 1
+    while (2.0 * limit <= target && limit < SlidingQuantiles.MaxValues) limit <<= 1
     limit
   }
+
+  private val ExactScale = 64.0
+
+  /**
+   * The most values a window held only in memory (a running frame's) keeps exactly: the
+   * largest power of two at most 320 / eps, at most 2^16 (16,384 at eps 0.01). There its
+   * heap (16 to 32 bytes a value) is below the compact mode's, whose nodes are objects
+   * (measured: docs/percentiles.md, "Costs").
+   */
+  def orderedExactLimit(eps: Double): Int = {
+    var limit = 1
+    while (2.0 * limit <= OrderedExactScale / eps && limit < (1 << 16)) limit <<= 1
+    limit
+  }
+
+  private val OrderedExactScale = 320.0
 
   /** Coins differ between nodes: the salt mixes the node's level and start. */
   private[core] def salt(level: Int, lo: Long): Long = QuantileSummary.mix(lo * 0x9E3779B97F4A7C15L + level)
@@ -578,24 +626,119 @@ object CompactQuantiles {
 }
 
 /**
- * What an answer reads: held values ascending (`Double.compare`) with cumulative weights,
- * and `extra` weight-1 values, ascending too (a running frame's pending leaves). Every
- * selection depends only on the multiset of (value, weight), so any split into the two
- * gives the same answers.
+ * What an answer reads: distinct held values ascending (`Double.compare`) with their
+ * weights, and `extra` weight-1 values added as they come (a running frame's pending
+ * leaves). A Fenwick tree over the positions value 0, the extras between value 0 and 1,
+ * value 1, ... (an extra after the values equal to it) gives each selection in O(log m):
+ * positions are in value order, so the first position whose prefix weight reaches t holds
+ * the smallest value whose weight at or below reaches t. Every selection depends only on
+ * the multiset of (value, weight), so any split into the two gives the same answers.
  */
-private[core] final class HeldValues(values: Array[Double], cumulative: Array[Long],
-    extra: Array[Double], extraCount: Int) {
+private[core] final class WeightedValues(values: Array[Double], weights: Array[Long]) {
+  private val m = values.length
+  // 1-based: position q (0 .. 2m) at q + 1; odd q = value (q - 1) / 2, even q = extras.
+  private val tree = new Array[Long](2 * m + 2)
+  private val extra = new SortedBlocks
+  private var weight = 0L
+
+  {
+    var i = 0
+    while (i < m) { tree(2 * i + 2) = weights(i); weight = Math.addExact(weight, weights(i)); i += 1 }
+    i = 1
+    while (i < tree.length) {
+      val parent = i + (i & -i)
+      if (parent < tree.length) tree(parent) += tree(i)
+      i += 1
+    }
+  }
+
+  /** The weight held. */
+  def total: Long = weight
+
+  /** Adds a weight-1 value. */
+  def addExtra(x: Double): Unit = {
+    extra.insert(x)
+    add(2 * SlidingQuantiles.upperBound(values, m, x), 1L)
+    weight += 1
+  }
+
+  /** Takes `w` off value `x`, which holds at least that. */
+  def subtract(x: Double, w: Long): Unit = {
+    add(2 * HeldValues.lowerBound(values, m, x) + 1, -w)
+    weight -= w
+  }
+
+  private def add(q: Int, w: Long): Unit = {
+    var i = q + 1
+    while (i < tree.length) { tree(i) += w; i += i & -i }
+  }
+
+  /** The weight at positions 0 .. q. */
+  private def prefix(q: Int): Long = {
+    var sum = 0L
+    var i = q + 1
+    while (i > 0) { sum += tree(i); i -= i & -i }
+    sum
+  }
+
+  /** The first position whose prefix weight reaches t >= 1 (t at most the total). */
+  private def firstReaching(t: Long): Int = {
+    var position = 0
+    var rest = t
+    var step = Integer.highestOneBit(tree.length - 1)
+    while (step > 0) {
+      val next = position + step
+      if (next < tree.length && tree(next) < rest) { position = next; rest -= tree(next) }
+      step >>>= 1
+    }
+    position // 1-based `position + 1` is the answer's index: its 0-based position is `position`
+  }
+
+  /** The value at position q, reached with `t`: a held value, or the extra it falls on. */
+  private def valueAt(q: Int, t: Long): Double =
+    if ((q & 1) == 1) values(q >> 1)
+    else {
+      val s = q >> 1
+      // Slot s holds the extras from values(s - 1) (included) to values(s) (excluded).
+      val before = if (s == 0) 0 else extra.countBelow(values(s - 1))
+      extra.select((before + t - prefix(q - 1) - 1).toInt)
+    }
+
+  /** Held weight at or below `y`. */
+  private def weightAtMost(y: Double): Long = {
+    val s = SlidingQuantiles.upperBound(values, m, y)
+    prefix(2 * s - 1) + extra.countAtMost(y) - (if (s == 0) 0 else extra.countBelow(values(s - 1)))
+  }
+
+  /** The smallest held value whose weight at or below reaches `t` (else the largest). */
+  private def smallestReaching(t: Long): Double = {
+    val target = math.min(math.max(t, 1L), weight)
+    val q = firstReaching(target)
+    valueAt(q, target)
+  }
+
+  /**
+   * The largest held value with less than `limit` weight below it, or null: the one at the
+   * first position reaching `limit` (every value before it is no larger; one after it that
+   * is larger has that weight below it), or the largest when none reaches it.
+   */
+  private def largestBelow(limit: Long): java.lang.Double =
+    if (limit <= 0) null
+    else {
+      val target = math.min(limit, weight)
+      valueAt(firstReaching(target), target)
+    }
 
   /**
    * Per percentage p, with t = max(1, ceil(p n_L)): the estimate is the smallest held value
    * whose weight at or below reaches t. Lower is the largest held v with
    * W(< v) + slack + X < t, upper the smallest held u with W(<= u) - slack >= the largest
    * possible target: a bound that is wrong would have a rank estimate off by more than the
-   * slack at the exact percentile (docs/percentiles.md, "Bounds").
+   * slack at the exact percentile (docs/percentiles.md, "Bounds"). Without `bounds`, only
+   * the estimates.
    */
   def answer(ps: Array[Double], inside: Long, straddling: Long, spread: Long,
-      variance: Double): CompactAnswer = {
-    val held = values.length + extraCount
+      variance: Double, bounds: Boolean): CompactAnswer = {
     val estimates = new Array[Double](ps.length)
     val lower = new Array[Double](ps.length)
     val upper = new Array[Double](ps.length)
@@ -603,90 +746,77 @@ private[core] final class HeldValues(values: Array[Double], cumulative: Array[Lo
     val hasUpper = new Array[Boolean](ps.length)
     val slack = CompactQuantiles.boundSlack(variance)
     var j = 0
-    while (held > 0 && j < ps.length) {
+    while (weight > 0 && j < ps.length) {
       val t = CompactQuantiles.rank(ps(j), inside)
       estimates(j) = smallestReaching(t)
-      val lo = largestBelow(t - slack - straddling)
-      if (lo != null) { lower(j) = lo; hasLower(j) = true }
-      val highest = CompactQuantiles.rank(ps(j), inside + straddling)
-      val u = smallestReaching(highest + slack)
-      if (weightAtMost(u) - slack >= highest) { upper(j) = u; hasUpper(j) = true }
+      if (bounds) {
+        val lo = largestBelow(t - slack - straddling)
+        if (lo != null) { lower(j) = lo; hasLower(j) = true }
+        val highest = CompactQuantiles.rank(ps(j), inside + straddling)
+        val u = smallestReaching(highest + slack)
+        if (weightAtMost(u) - slack >= highest) { upper(j) = u; hasUpper(j) = true }
+      }
       j += 1
     }
-    new CompactAnswer(if (held == 0) Array.emptyDoubleArray else estimates, lower, upper,
+    new CompactAnswer(if (weight == 0) Array.emptyDoubleArray else estimates, lower, upper,
       hasLower, hasUpper, inside, straddling, spread, variance)
-  }
-
-  private def weightAtMost(y: Double): Long = {
-    val i = SlidingQuantiles.upperBound(values, values.length, y)
-    (if (i == 0) 0L else cumulative(i - 1)) + SlidingQuantiles.upperBound(extra, extraCount, y)
-  }
-
-  private def weightBelow(y: Double): Long = {
-    val i = HeldValues.lowerBound(values, values.length, y)
-    (if (i == 0) 0L else cumulative(i - 1)) + HeldValues.lowerBound(extra, extraCount, y)
-  }
-
-  /** The smallest held value whose weight at or below reaches `t` (else the largest). */
-  private def smallestReaching(t: Long): Double = {
-    val a = HeldValues.firstTrue(values.length, i => weightAtMost(values(i)) >= t)
-    val b = HeldValues.firstTrue(extraCount, i => weightAtMost(extra(i)) >= t)
-    def smaller(x: Double, y: Double) = if (java.lang.Double.compare(x, y) <= 0) x else y
-    def larger(x: Double, y: Double) = if (java.lang.Double.compare(x, y) >= 0) x else y
-    if (a < values.length && b < extraCount) smaller(values(a), extra(b))
-    else if (a < values.length) values(a)
-    else if (b < extraCount) extra(b)
-    else if (extraCount == 0) values(values.length - 1)
-    else if (values.isEmpty) extra(extraCount - 1)
-    else larger(values(values.length - 1), extra(extraCount - 1))
-  }
-
-  /** The largest held value with less than `limit` weight below it, or null. */
-  private def largestBelow(limit: Long): java.lang.Double = {
-    val a = HeldValues.firstTrue(values.length, i => weightBelow(values(i)) >= limit) - 1
-    val b = HeldValues.firstTrue(extraCount, i => weightBelow(extra(i)) >= limit) - 1
-    if (a < 0 && b < 0) null
-    else if (b < 0) values(a)
-    else if (a < 0) extra(b)
-    else if (java.lang.Double.compare(values(a), extra(b)) >= 0) values(a)
-    else extra(b)
   }
 }
 
 private[core] object HeldValues {
-  /** The values of `summaries`: each level's sorted, then merged with their weights. */
-  def merged(summaries: Iterator[QuantileSummary]): (Array[Double], Array[Long]) = {
-    val perLevel = scala.collection.mutable.ArrayBuffer.empty[scala.collection.mutable.ArrayBuilder[Double]]
+  /**
+   * The values of `summaries` with their weights: each level's sorted, then the levels
+   * merged pairwise (O(m log levels)), equal values (in `Double.compare` order) combined.
+   */
+  def of(summaries: Iterator[QuantileSummary]): WeightedValues = {
+    val perLevel = scala.collection.mutable.ArrayBuffer.empty[scala.collection.mutable.ArrayBuilder.ofDouble]
     summaries.foreach { summary =>
       var h = 0
       while (h < summary.levelCount) {
-        while (perLevel.size <= h) perLevel += Array.newBuilder[Double]
-        perLevel(h) ++= summary.levels(h).iterator.take(summary.sizes(h))
+        while (perLevel.size <= h) perLevel += new scala.collection.mutable.ArrayBuilder.ofDouble
+        var i = 0
+        while (i < summary.sizes(h)) { perLevel(h) += summary.levels(h)(i); i += 1 }
         h += 1
       }
     }
-    val sorted = perLevel.map { b => val a = b.result(); java.util.Arrays.sort(a); a }.toArray
-    val total = sorted.map(_.length).sum
-    val values = new Array[Double](total)
-    val cumulative = new Array[Long](total)
-    val heads = new Array[Int](sorted.length)
-    var acc = 0L
+    var runs = perLevel.indices.map { h =>
+      val values = perLevel(h).result()
+      java.util.Arrays.sort(values)
+      combined(values, Array.fill(values.length)(1L << h), values.length)
+    }.toIndexedSeq
+    if (runs.isEmpty) return new WeightedValues(Array.emptyDoubleArray, Array.emptyLongArray)
+    while (runs.size > 1) runs = runs.grouped(2).map(p => if (p.size == 1) p.head else mergeRuns(p(0), p(1))).toIndexedSeq
+    new WeightedValues(runs.head._1, runs.head._2)
+  }
+
+  /** Sorted values with weights, equal neighbours combined. */
+  private def combined(values: Array[Double], weights: Array[Long], n: Int): (Array[Double], Array[Long]) = {
+    var distinct = 0
+    var i = 0
+    while (i < n) {
+      if (distinct > 0 && java.lang.Double.compare(values(distinct - 1), values(i)) == 0) {
+        weights(distinct - 1) += weights(i)
+      } else { values(distinct) = values(i); weights(distinct) = weights(i); distinct += 1 }
+      i += 1
+    }
+    (java.util.Arrays.copyOf(values, distinct), java.util.Arrays.copyOf(weights, distinct))
+  }
+
+  private def mergeRuns(a: (Array[Double], Array[Long]), b: (Array[Double], Array[Long])): (Array[Double], Array[Long]) = {
+    val (av, aw) = a
+    val (bv, bw) = b
+    val values = new Array[Double](av.length + bv.length)
+    val weights = new Array[Long](values.length)
+    var i = 0
+    var j = 0
     var k = 0
-    while (k < total) {
-      var best = -1
-      var h = 0
-      while (h < sorted.length) {
-        if (heads(h) < sorted(h).length && (best < 0 ||
-            java.lang.Double.compare(sorted(h)(heads(h)), sorted(best)(heads(best))) < 0)) best = h
-        h += 1
-      }
-      values(k) = sorted(best)(heads(best))
-      heads(best) += 1
-      acc += 1L << best
-      cumulative(k) = acc
+    while (i < av.length || j < bv.length) {
+      if (j == bv.length || (i < av.length && java.lang.Double.compare(av(i), bv(j)) <= 0)) {
+        values(k) = av(i); weights(k) = aw(i); i += 1
+      } else { values(k) = bv(j); weights(k) = bw(j); j += 1 }
       k += 1
     }
-    (values, cumulative)
+    combined(values, weights, k)
   }
 
   /** The first i in [0, n) where `test` (false, then true) holds; n if none. */

@@ -50,8 +50,15 @@ abstract class LiveAggregate {
 
   private[core] def readSlide(window: Long, in: ByteReader): LiveSlide
 
+  /** The slide as a state of version `version` wrote it (the families whose form changed). */
+  private[core] def readSlide(window: Long, in: ByteReader, version: Int): LiveSlide = readSlide(window, in)
+
   /** Checks one input read back from state bytes: what `add` takes from this family. */
   private[core] def validInput(input: Long): Boolean = true
+
+  /** A pending input in the state (version 3): 8 bytes, unless the family's are smaller. */
+  private[core] def writeInput(out: ByteWriter, input: Long): Unit = out.long(input)
+  private[core] def readInput(in: ByteReader): Long = in.long()
 
   /** Its inputs are items as bytes ([[LiveSlide.addBytes]]), not numbers. */
   def takesBytes: Boolean = false
@@ -79,6 +86,9 @@ final case class LiveCountAggregate(eps: Double, override val above: Option[Long
   def tag: Byte = LiveWindow.CountTag
   def parameters: Seq[Double] = Seq(eps)
   override private[core] def validInput(input: Long): Boolean = input == 1L
+  // Every input is 1: nothing to store.
+  override private[core] def writeInput(out: ByteWriter, input: Long): Unit = ()
+  override private[core] def readInput(in: ByteReader): Long = 1L
   def newSlide(window: Long): LiveCountSlide = new LiveCountSlide(new ExponentialHistogram(window, eps))
   private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
     val bytes = Array.fill(LiveWindow.length(in))(in.byte())
@@ -108,6 +118,8 @@ final case class LiveSumAggregate(eps: Double, override val above: Option[Long] 
   def tag: Byte = LiveWindow.SumTag
   def parameters: Seq[Double] = Seq(eps)
   override private[core] def validInput(input: Long): Boolean = input > 0L
+  override private[core] def writeInput(out: ByteWriter, input: Long): Unit = out.varint(input)
+  override private[core] def readInput(in: ByteReader): Long = in.varint()
   def newSlide(window: Long): LiveSumSlide = new LiveSumSlide(new OrderedSumHistogram(window, eps))
   private[core] def readSlide(window: Long, in: ByteReader): LiveSlide =
     new LiveSumSlide(OrderedSumHistogram.readFrom(window, eps, in))
@@ -151,8 +163,9 @@ final class LiveDistinctSlide(val sketch: SlidingHyperLogLog) extends LiveSlide 
 
 /**
  * Percentiles: the input is the value's double bits; answers are the window's values at
- * `percentages` (exact while the written state holds at most the exact limit, then the
- * compact mode: docs/percentiles.md).
+ * `percentages` (exact while the window holds at most the exact limit, then the compact
+ * mode: docs/percentiles.md). The state holds the window exactly as memory does, so a key
+ * resumed from it answers as one that never stopped.
  */
 final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) extends LiveAggregate {
   require(percentages.nonEmpty && percentages.forall(p => p >= 0.0 && p <= 1.0),
@@ -162,43 +175,30 @@ final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) 
   def parameters: Seq[Double] = eps +: percentages
   def newSlide(window: Long): LivePercentileSlide =
     new LivePercentileSlide(new SlidingQuantiles(window, eps), percentages.toArray)
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
-    val s = SketchFormat.deserializeQuantiles(Array.fill(LiveWindow.length(in))(in.byte()))
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = readSlide(window, in, LiveWindow.Version)
+  private[core] override def readSlide(window: Long, in: ByteReader, version: Int): LiveSlide = {
+    // Versions 1 and 2 wrote the sketch's bytes (kind 4, or kind 8 past the exact limit).
+    val s = if (version < 3) SketchFormat.deserializeQuantiles(Array.fill(LiveWindow.length(in))(in.byte()))
+      else SketchFormat.readLiveQuantiles(in, window, eps, microseconds = false)
     if (s.window != window || s.eps != eps) {
       throw new CorruptSketchException("a live percentile's window has other parameters")
     }
+    if (!s.isCompact && s.heldCount > s.exactLimit) s.toCompact() // as an add past the limit would
     new LivePercentileSlide(s, percentages.toArray)
   }
 }
 
-final class LivePercentileSlide(initial: SlidingQuantiles, percentages: Array[Double])
+final class LivePercentileSlide(quantiles: SlidingQuantiles, percentages: Array[Double])
     extends LiveSlide {
-  private var quantiles = initial
   def add(ts: Long, input: Long): Unit = quantiles.add(ts, java.lang.Double.longBitsToDouble(input))
-
-  /**
-   * Past the exact limit a key's bytes hold the compact form, which keeps less than memory
-   * does: from then on each tick leaves in memory what the bytes hold, so a key resumed
-   * from its state answers as one that never stopped.
-   */
-  def advanceTo(tick: Long): Unit = {
-    quantiles.advanceTo(tick)
-    if (quantiles.isCompact || quantiles.heldCount > CompactQuantiles.exactLimit(quantiles.eps)) {
-      val bytes = SketchFormat.serializeQuantiles(quantiles)
-      if (bytes(2) == SketchFormat.KindQuantilesCompact) { // the header's kind byte
-        quantiles = SketchFormat.deserializeQuantiles(bytes)
-      }
-    }
-  }
+  def advanceTo(tick: Long): Unit = quantiles.advanceTo(tick)
   def isEmpty: Boolean = quantiles.count == 0L
   def end: Option[Long] = if (quantiles.hasTime) Some(quantiles.now) else None
+  /** True once the window is held in the compact mode. */
+  def isCompact: Boolean = quantiles.isCompact
   /** The values at the percentages, or null for an empty window. */
-  def answer: Array[Double] = {
-    val a = quantiles.answers(percentages)
-    if (a == null || a.estimates.isEmpty) null else a.estimates
-  }
-  private[core] def writeTo(out: ByteWriter): Unit =
-    LiveWindow.writeBytes(out, SketchFormat.serializeQuantiles(quantiles))
+  def answer: Array[Double] = quantiles.estimates(percentages)
+  private[core] def writeTo(out: ByteWriter): Unit = SketchFormat.writeLiveQuantiles(out, quantiles)
 }
 
 /**
@@ -227,19 +227,25 @@ final class LiveMomentsSlide(val moments: OrderedMoments) extends LiveSlide {
 }
 
 /**
- * The most frequent items: the input is the item's bytes; the window's rows are held and
- * counted exactly (as the running frames' [[OrderedTopK]]), and the `k` most frequent
- * listed at each tick.
+ * The most frequent items: the input is the item's bytes; the window's counts are the
+ * running frames' [[OrderedTopK]] (exact while the window holds at most its exact limit
+ * rows, then bounded by eps), and the `k` most frequent are listed at each tick.
  */
-final case class LiveTopKAggregate(k: Int) extends LiveAggregate {
+final case class LiveTopKAggregate(k: Int, eps: Double = LiveTopKAggregate.DefaultEps)
+    extends LiveAggregate {
   require(k >= 1, s"k must be a positive number of items, got $k")
   def family: String = "top_k"
   def tag: Byte = LiveWindow.TopKTag
-  def parameters: Seq[Double] = Seq(k.toDouble)
+  def parameters: Seq[Double] = Seq(k.toDouble, eps)
   override def takesBytes: Boolean = true
-  def newSlide(window: Long): LiveTopKSlide = new LiveTopKSlide(new OrderedTopK(window), k)
+  def newSlide(window: Long): LiveTopKSlide = new LiveTopKSlide(new OrderedTopK(window, eps), k)
   private[core] def readSlide(window: Long, in: ByteReader): LiveSlide =
-    new LiveTopKSlide(OrderedTopK.readFrom(window, in), k)
+    new LiveTopKSlide(OrderedTopK.readFrom(window, eps, in), k)
+}
+
+object LiveTopKAggregate {
+  /** The eps of a top-k aggregate that names none, as states written before eps existed did. */
+  val DefaultEps = 0.01
 }
 
 final class LiveTopKSlide(val counts: OrderedTopK, k: Int) extends LiveSlide {
@@ -249,7 +255,7 @@ final class LiveTopKSlide(val counts: OrderedTopK, k: Int) extends LiveSlide {
   def advanceTo(tick: Long): Unit = counts.advanceTo(tick)
   def isEmpty: Boolean = counts.isEmpty
   def end: Option[Long] = if (counts.hasTime) Some(counts.now) else None
-  /** The window's `k` most frequent items at the last tick, exact. */
+  /** The window's `k` most frequent items at the last tick, with certified bounds. */
   def answer: Array[ItemCount] = counts.top(k)
   private[core] def writeTo(out: ByteWriter): Unit = counts.writeTo(out)
 }
@@ -258,10 +264,13 @@ final class LiveTopKSlide(val counts: OrderedTopK, k: Int) extends LiveSlide {
  * One key's live window: several aggregates over the window ending at each tick T (a
  * multiple of `every`) that the caller declares final (`advance(T)`: every input at or
  * before T has arrived). The tick rules are [[LiveCount]]'s, for all aggregates at once:
- * inputs after the last tick wait in `pending` and enter each slide in time order as ticks
- * pass; a tick where every slide is empty is skipped, except the first after a non-empty
- * one (the row that tells a sink the window emptied); then, with nothing pending, the key
- * is finished and its state can be dropped. An aggregate with thresholds has a
+ * inputs after the last tick wait in `pending`, sorted by time, and enter each slide in
+ * time order; those the caller has declared final enter at once ("folded": no earlier
+ * input can come, and the next tick is after them), the rest as ticks pass, so what waits
+ * is the inputs after the caller's last `advance`. A tick where every slide is empty is
+ * skipped, except the first after a non-empty one (the row that tells a sink the window
+ * emptied); then, with nothing pending or folded, the key is finished and its state can be
+ * dropped. An aggregate with thresholds has a
  * [[CertifiedAlert]], moved at every tick: `alerts(i)` (null without thresholds) tells how
  * it crossed there.
  */
@@ -279,12 +288,17 @@ final class LiveWindow private (
     private var pendingInput: Array[Long],
     // The inputs of families that take bytes (null for the others'), beside pendingInput.
     private var pendingBytes: Array[Array[Byte]],
-    private var pendingSize: Int) {
+    private var pendingSize: Int,
+    // Inputs after the last tick that are already in the slides: the first's and last's times.
+    private var hasFolded: Boolean,
+    private var foldedFirst: Long,
+    private var foldedLast: Long) {
 
   def this(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate]) =
     this(window, every, aggregates, aggregates.map(_.newSlide(window)).toArray,
       aggregates.map(LiveWindow.newAlert(_)).toArray, 0L, false, true,
-      new Array[Long](8), new Array[Int](8), new Array[Long](8), new Array[Array[Byte]](8), 0)
+      new Array[Long](8), new Array[Int](8), new Array[Long](8), new Array[Array[Byte]](8), 0,
+      false, 0L, 0L)
 
   /** [[add]] for a family whose inputs are bytes. */
   def addBytes(ts: Long, aggregate: Int, input: Array[Byte]): Boolean = {
@@ -295,10 +309,11 @@ final class LiveWindow private (
 
   /**
    * Adds one input of aggregate `aggregate` at `ts`. Returns false, adding nothing, if
-   * `ts` is at or before a tick already emitted: that window is final and the input late.
+   * `ts` is at or before a tick already emitted, or before an input already folded: the
+   * caller had declared that time final and the input is late.
    */
   def add(ts: Long, aggregate: Int, input: Long): Boolean =
-    if (hasTick && ts <= lastTick) false
+    if ((hasTick && ts <= lastTick) || (hasFolded && ts < foldedLast)) false
     else {
       if (pendingSize == pendingTs.length) {
         val n = 2 * pendingSize
@@ -330,12 +345,7 @@ final class LiveWindow private (
     var taken = 0
     while (liveFrom(taken) && dueFrom(taken) <= upTo) {
       val tick = dueFrom(taken)
-      while (taken < pendingSize && pendingTs(taken) <= tick) {
-        val bytes = pendingBytes(taken)
-        if (bytes == null) slides(pendingAggregate(taken)).add(pendingTs(taken), pendingInput(taken))
-        else slides(pendingAggregate(taken)).addBytes(pendingTs(taken), bytes)
-        taken += 1
-      }
+      while (taken < pendingSize && pendingTs(taken) <= tick) { feed(taken); taken += 1 }
       var empty = true
       var i = 0
       while (i < slides.length) { slides(i).advanceTo(tick); empty &&= slides(i).isEmpty; i += 1 }
@@ -351,6 +361,14 @@ final class LiveWindow private (
       lastTick = tick
       hasTick = true
       lastWasEmpty = empty
+      hasFolded = false // every folded input is at or before this tick
+    }
+    // Final inputs whose tick is still to come (it is after upTo) enter the slides now.
+    while (taken < pendingSize && pendingTs(taken) <= upTo) {
+      feed(taken)
+      if (!hasFolded) { hasFolded = true; foldedFirst = pendingTs(taken) }
+      foldedLast = pendingTs(taken)
+      taken += 1
     }
     val left = pendingSize - taken
     System.arraycopy(pendingTs, taken, pendingTs, 0, left)
@@ -361,10 +379,19 @@ final class LiveWindow private (
     pendingSize = left
   }
 
-  private def liveFrom(from: Int): Boolean = from < pendingSize || (hasTick && !lastWasEmpty)
+  /** Pending input `i` into its slide. */
+  private def feed(i: Int): Unit = {
+    val bytes = pendingBytes(i)
+    if (bytes == null) slides(pendingAggregate(i)).add(pendingTs(i), pendingInput(i))
+    else slides(pendingAggregate(i)).addBytes(pendingTs(i), bytes)
+  }
+
+  private def liveFrom(from: Int): Boolean =
+    from < pendingSize || hasFolded || (hasTick && !lastWasEmpty)
 
   private def dueFrom(from: Int): Long =
-    if (hasTick && !lastWasEmpty) lastTick + every else tickAtOrAfter(pendingTs(from))
+    if (hasTick && !lastWasEmpty) lastTick + every
+    else tickAtOrAfter(if (hasFolded) foldedFirst else pendingTs(from))
 
   private def tickAtOrAfter(ts: Long): Long = {
     val down = Math.floorDiv(ts, every) * every
@@ -390,10 +417,11 @@ final class LiveWindow private (
     val out = new ByteWriter(64 + 12 * pendingSize)
     out.byte(LiveWindow.Magic)
     out.byte(LiveWindow.Version)
-    out.byte((if (hasTick) 1 else 0) | (if (lastWasEmpty) 2 else 0))
+    out.byte((if (hasTick) 1 else 0) | (if (lastWasEmpty) 2 else 0) | (if (hasFolded) 4 else 0))
     out.long(lastTick)
     out.long(window)
     out.long(every)
+    if (hasFolded) { out.long(foldedFirst); out.long(foldedLast) }
     out.varint(aggregates.length)
     aggregates.indices.foreach { i =>
       val a = aggregates(i)
@@ -416,7 +444,7 @@ final class LiveWindow private (
       previous = pendingTs(i)
       out.varint(pendingAggregate(i))
       if (aggregates(pendingAggregate(i)).takesBytes) LiveWindow.writeBytes(out, pendingBytes(i))
-      else out.long(pendingInput(i))
+      else aggregates(pendingAggregate(i)).writeInput(out, pendingInput(i))
       i += 1
     }
     out.checksum()
@@ -427,8 +455,12 @@ final class LiveWindow private (
 object LiveWindow {
   /** The first byte of a live window's state: tells it from a live count's (1 or 2). */
   val Magic: Byte = 0x57
-  /** 2 records each aggregate's alert thresholds and states; 1, which had none, still reads. */
-  val Version: Byte = 2
+  /**
+   * 3 folds final inputs into the slides before their tick (and a percentile's window is
+   * held exactly as in memory); 2 recorded each aggregate's alert thresholds and states; 1,
+   * which had none. All three read.
+   */
+  val Version: Byte = 3
 
   // Each family's tag in the state, and its name for refusals: one line per family.
   val CountTag: Byte = 1
@@ -472,23 +504,33 @@ object LiveWindow {
     val in = new ByteReader(bytes, body)
     if (in.byte() != Magic) throw new CorruptSketchException("not a live window state")
     val version = in.byte()
-    if (version != 1 && version != Version) {
+    if (version < 1 || version > Version) {
       throw new CorruptSketchException(s"unknown live window state version $version")
     }
     val flags = in.byte()
-    if ((flags & ~3) != 0) throw new CorruptSketchException(s"unknown live window state flags $flags")
+    if ((flags & ~(if (version >= 3) 7 else 3)) != 0) {
+      throw new CorruptSketchException(s"unknown live window state flags $flags")
+    }
     val hasTick = (flags & 1) != 0
     val lastWasEmpty = (flags & 2) != 0
+    val hasFolded = (flags & 4) != 0
     val lastTick = in.long()
     val stateWindow = in.long()
     val stateEvery = in.long()
+    val (foldedFirst, foldedLast) = if (hasFolded) (in.long(), in.long()) else (0L, 0L)
+    if (hasFolded && (foldedLast < foldedFirst || (hasTick && foldedFirst <= lastTick))) {
+      throw new CorruptSketchException("invalid folded inputs")
+    }
     val count = in.varint()
     if (count <= 0 || count > body) throw new CorruptSketchException(s"invalid aggregate count $count")
     val written = (0 until count.toInt).map { _ =>
       val tag = in.byte()
       val n = in.varint()
       if (n < 0 || n > body) throw new CorruptSketchException("invalid parameter count")
-      val parameters = Seq.fill(n.toInt)(java.lang.Double.longBitsToDouble(in.long()))
+      val stored = Seq.fill(n.toInt)(java.lang.Double.longBitsToDouble(in.long()))
+      // States from before top-k had an eps (exact counts) resume at the default eps.
+      val parameters = if (tag == TopKTag && stored.length == 1) stored :+ LiveTopKAggregate.DefaultEps
+        else stored
       val alertFlags = if (version == 1) 0 else in.byte()
       // A state bit only beside its threshold (bit 2 with bit 0, bit 3 with bit 1).
       if ((alertFlags & ~15) != 0 || (alertFlags & ~(alertFlags << 2) & 12) != 0) {
@@ -500,13 +542,16 @@ object LiveWindow {
         below.isEmpty || (alertFlags & 8) != 0)
     }
     checkParameters(window, every, aggregates, stateWindow, stateEvery, written)
-    val slides = aggregates.map(_.readSlide(window, in)).toArray
+    val slides = aggregates.map(_.readSlide(window, in, version)).toArray
     val alerts = aggregates.zip(written).map { case (a, w) => newAlert(a, w.isAbove, w.isBelow) }.toArray
-    // Every slide was last moved to the last tick (none has a time before the first), and
-    // the last tick was empty exactly when all of them were.
-    val consistent =
-      if (hasTick) slides.forall(_.end.contains(lastTick)) && lastWasEmpty == slides.forall(_.isEmpty)
-      else slides.forall(_.end.isEmpty) && lastWasEmpty && lastTick == 0L
+    // Every slide was last moved to the last tick (none has a time before the first) or,
+    // with folded inputs, to one of theirs; with none, the last tick was empty exactly
+    // when all of them were.
+    def endOk(end: Option[Long]): Boolean =
+      if (!hasFolded) (if (hasTick) end.contains(lastTick) else end.isEmpty)
+      else end.forall(e => e <= foldedLast && (!hasTick || e >= lastTick)) && (!hasTick || end.isDefined)
+    val consistent = slides.forall(s => endOk(s.end)) &&
+      (if (hasTick) hasFolded || lastWasEmpty == slides.forall(_.isEmpty) else lastWasEmpty && lastTick == 0L)
     if (!consistent) throw new CorruptSketchException("the live window state contradicts its slides")
     val n = in.varint()
     if (n < 0 || n > body) throw new CorruptSketchException("invalid pending count")
@@ -520,8 +565,9 @@ object LiveWindow {
     while (i < n) {
       val step = in.varint()
       val next = previous + step
-      // Sorted and after the last tick (the first may precede 0 before any tick).
-      val ordered = if (i == 0) !hasTick || step > 0 else step >= 0
+      // Sorted, after the last tick (the first may precede 0 before any tick) and not
+      // before a folded input.
+      val ordered = (if (i == 0) !hasTick || step > 0 else step >= 0) && (!hasFolded || next >= foldedLast)
       if (!ordered || (step > 0 && next < previous)) {
         throw new CorruptSketchException("pending inputs out of order")
       }
@@ -532,7 +578,7 @@ object LiveWindow {
       ts(i) = next
       which(i) = aggregate.toInt
       if (aggregates(which(i)).takesBytes) items(i) = Array.fill(length(in))(in.byte())
-      else inputs(i) = in.long()
+      else inputs(i) = if (version >= 3) aggregates(which(i)).readInput(in) else in.long()
       if (!aggregates(which(i)).takesBytes && !aggregates(which(i)).validInput(inputs(i))) {
         throw new CorruptSketchException(s"invalid pending input of ${aggregates(which(i)).family}")
       }
@@ -541,7 +587,7 @@ object LiveWindow {
     }
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live window state")
     new LiveWindow(window, every, aggregates, slides, alerts, lastTick, hasTick, lastWasEmpty, ts, which,
-      inputs, items, n.toInt)
+      inputs, items, n.toInt, hasFolded, foldedFirst, foldedLast)
   }
 
   /** An aggregate as a state records it: family, parameters, thresholds and alert states. */

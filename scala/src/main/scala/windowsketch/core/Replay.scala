@@ -222,25 +222,11 @@ object Replay {
    */
   def liveWindowState(window: Long, every: Long, aggregates: String, state: Array[Byte],
       inputs: Array[Byte], upTo: Long): Array[AnyRef] = {
-    val specs = aggregates.split(",").toIndexedSeq.map { a =>
-      val parts = a.split(":")
-      val p = parts(1).toDouble
-      def threshold(name: String) = parts.collectFirst { case t if t.startsWith(s"$name=") => t.drop(name.length + 1).toLong }
-      parts(0) match {
-        case "count" => LiveCountAggregate(p, threshold("above"), threshold("below"))
-        case "sum" => LiveSumAggregate(p, threshold("above"), threshold("below"))
-        case "distinct" => LiveDistinctAggregate(p)
-        case "percentile" => LivePercentileAggregate(p, parts.drop(2).map(_.toDouble).toSeq)
-        case "moments" => LiveMomentsAggregate(p)
-        case "top_k" => LiveTopKAggregate(p.toInt)
-      }
-    }
-    val live = if (state.isEmpty) new LiveWindow(window, every, specs)
-      else LiveWindow.fromBytes(window, every, specs, state)
+    val live = liveWindowOf(window, every, aggregates, state)
     val in = ByteBuffer.wrap(inputs)
     while (in.hasRemaining) {
       val (ts, i, input) = (in.getLong(), in.getLong().toInt, in.getLong())
-      if (specs(i).takesBytes) live.addBytes(ts, i, ByteBuffer.allocate(8).putLong(input).array())
+      if (live.aggregates(i).takesBytes) live.addBytes(ts, i, ByteBuffer.allocate(8).putLong(input).array())
       else live.add(ts, i, input)
     }
     val lines = new StringBuilder
@@ -254,7 +240,7 @@ object Replay {
           case s: LiveDistinctSlide => s.sketch.registerSums.toString
           case s: LivePercentileSlide => Option(s.answer).fold("null")(_.mkString(","))
           case s: LiveTopKSlide =>
-            s.answer.map(c => s"${ByteBuffer.wrap(c.item).getLong()}:${c.estimate}").mkString(",")
+            s.answer.map(c => s"${ByteBuffer.wrap(c.item).getLong()}:${c.estimate}:${c.lower}:${c.upper}").mkString(",")
           case s: LiveMomentsSlide =>
             val m = s.answer
             Seq(m.avg, m.variance(true)).map(a => Option(a).fold("null")(_.mkString(","))).mkString(";")
@@ -267,6 +253,36 @@ object Replay {
       lines += '\n'
     })
     Array(live.toBytes, lines.toString)
+  }
+
+  /**
+   * Each slide's form in a live window state (as [[liveWindowState]] names the aggregates):
+   * "exact" or "bounded" for percentiles and top values (compact mode, bounded counts),
+   * "-" for the other families, comma-separated.
+   */
+  def liveSlideForms(window: Long, every: Long, aggregates: String, state: Array[Byte]): String =
+    liveWindowOf(window, every, aggregates, state).slides.map {
+      case s: LivePercentileSlide => if (s.isCompact) "bounded" else "exact"
+      case s: LiveTopKSlide => if (s.counts.isBounded) "bounded" else "exact"
+      case _ => "-"
+    }.mkString(",")
+
+  private def liveWindowOf(window: Long, every: Long, aggregates: String, state: Array[Byte]): LiveWindow = {
+    val specs = aggregates.split(",").toIndexedSeq.map { a =>
+      val parts = a.split(":")
+      val p = parts(1).toDouble
+      def threshold(name: String) = parts.collectFirst { case t if t.startsWith(s"$name=") => t.drop(name.length + 1).toLong }
+      parts(0) match {
+        case "count" => LiveCountAggregate(p, threshold("above"), threshold("below"))
+        case "sum" => LiveSumAggregate(p, threshold("above"), threshold("below"))
+        case "distinct" => LiveDistinctAggregate(p)
+        case "percentile" => LivePercentileAggregate(p, parts.drop(2).map(_.toDouble).toSeq)
+        case "moments" => LiveMomentsAggregate(p)
+        case "top_k" => LiveTopKAggregate(p.toInt, parts.lift(2).map(_.toDouble).getOrElse(LiveTopKAggregate.DefaultEps))
+      }
+    }
+    if (state.isEmpty) new LiveWindow(window, every, specs)
+    else LiveWindow.fromBytes(window, every, specs, state)
   }
 
   /** A live count's parameters, a new live count and one read from bytes, for py4j callers. */
@@ -558,12 +574,13 @@ object Replay {
    * a byte per row (0: NULL). Per row, as big-endian longs: how many items are listed
    * (m <= k), then k entries of (item, estimate, lower, upper), the last k - m zeros, then
    * the effective eps's bits and 1 if the sketch's invariant holds (checked every 16th row
-   * and on the last, for the sketch only).
+   * and on the last, for the sketch only; for the time-ordered counts, 1 while exact and 2
+   * once bounded).
    */
   def topKPerRow(window: Long, eps: Double, k: Int, ordered: Boolean, timestamps: Array[Byte],
       items: Array[Byte], present: Array[Byte]): Array[Byte] = {
     val sketch = if (ordered) null else new SlidingTopK(window, eps)
-    val exact = if (ordered) new OrderedTopK(window) else null
+    val exact = if (ordered) new OrderedTopK(window, eps) else null
     val t = ByteBuffer.wrap(timestamps)
     val v = ByteBuffer.wrap(items)
     val out = ByteBuffer.allocate(present.length * 8 * (3 + 4 * k))
@@ -574,8 +591,9 @@ object Replay {
       if (ordered) { if (present(i) != 0) exact.add(ts, item) else exact.advanceTo(ts) }
       else { if (present(i) != 0) sketch.add(ts, item) else sketch.advanceTo(ts) }
       putTop(out, if (ordered) exact.top(k) else sketch.top(k), k)
-      out.putLong(java.lang.Double.doubleToLongBits(if (ordered) 0.0 else sketch.effectiveEps))
-      out.putLong(if (ordered || (i % 16 != 15 && i != present.length - 1)) 1L
+      out.putLong(java.lang.Double.doubleToLongBits(if (ordered) exact.effectiveEps else sketch.effectiveEps))
+      out.putLong(if (ordered) (if (exact.isBounded) 2L else 1L)
+        else if (i % 16 != 15 && i != present.length - 1) 1L
         else { sketch.compress(); if (sketch.checkInvariant().isEmpty) 1L else 0L })
       i += 1
     }

@@ -24,6 +24,8 @@ object SketchFormat {
   val KindDistinctSparse: Byte = 7
   /** Kind byte: the percentiles' compact mode, dyadic nodes each with compacted values. */
   val KindQuantilesCompact: Byte = 8
+  /** Kind byte: the top-k nodes of kind 6, their items written once in a dictionary. */
+  val KindTopKDictionary: Byte = 9
 
   /** What each kind is, as users know it: for the error when a reader gets another kind. */
   private def describeKind(kind: Byte): String = kind match {
@@ -31,7 +33,7 @@ object SketchFormat {
     case KindDistinct | KindDistinctSparse => "a distinct-count sketch (window_distinct_sketch)"
     case KindQuantiles | KindQuantilesCompact => "a percentile sketch (window_percentile_sketch)"
     case KindMoments => "a moments sketch (window_moments_sketch)"
-    case KindTopK => "a top-k sketch (window_top_k_sketch)"
+    case KindTopK | KindTopKDictionary => "a top-k sketch (window_top_k_sketch)"
     case other => throw new CorruptSketchException(s"unknown sketch kind $other")
   }
 
@@ -306,12 +308,23 @@ object SketchFormat {
     val nodes = s.compressedNodes
     val out = header(KindQuantilesCompact, s.window, s.eps, s.hasTime, s.microsecondTime, s.now,
       16 * nodes.size + 8 * s.retained.toInt)
+    writeQuantileNodes(out, s.now, nodes)
+    finish(out)
+  }
+
+  /**
+   * Percentile nodes as kind 8 holds them: a varint count, then each node's level, its lo
+   * (a step back from `now` for the first, forward from the previous one after), its row
+   * count, its level count, then per level its compactions, its value count and its
+   * values' 8 bytes, ascending (the order within a level never matters: compactions sort).
+   */
+  private def writeQuantileNodes(out: ByteWriter, now: Long, nodes: Seq[QuantileNode]): Unit = {
     out.varint(nodes.size)
     var previous = 0L
     var first = true
     nodes.foreach { node =>
       out.byte(node.level)
-      out.varint(if (first) s.now - node.lo else node.lo - previous)
+      out.varint(if (first) now - node.lo else node.lo - previous)
       out.varint(node.total)
       val summary = node.summary
       out.varint(summary.levelCount)
@@ -326,7 +339,68 @@ object SketchFormat {
       previous = node.lo
       first = false
     }
-    finish(out)
+  }
+
+  /**
+   * A live key's percentile window (docs/format.md, "Live window state"): the byte 0 and the
+   * exact form's bytes (kind 4), or the byte 1 and the compact mode exactly as held (now,
+   * its nodes, its pending leaves), so a key resumed from it continues as one that never
+   * stopped.
+   */
+  private[core] def writeLiveQuantiles(out: ByteWriter, s: SlidingQuantiles): Unit =
+    if (!s.isCompact) {
+      out.byte(0)
+      val bytes = serializeQuantiles(s)
+      out.varint(bytes.length)
+      bytes.foreach(b => out.byte(b))
+    } else {
+      out.byte(1)
+      val c = s.compact
+      out.byte(if (c.hasTime) 1 else 0)
+      out.long(c.now)
+      writeQuantileNodes(out, c.now, c.heldNodes)
+      writeQuantileNodes(out, c.now, c.pendingNodes)
+    }
+
+  /**
+   * Reads [[writeLiveQuantiles]] for a window and eps: the exact form as kind 4 is checked;
+   * the compact mode's nodes as kind 8's, its pending leaves in time order after them,
+   * each inside the window with a valid summary.
+   */
+  private[core] def readLiveQuantiles(in: ByteReader, window: Long, eps: Double,
+      microseconds: Boolean): SlidingQuantiles = in.byte() match {
+    case 0 =>
+      val n = in.varint()
+      if (n < 0 || n > in.remaining) throw new CorruptSketchException("invalid length")
+      deserializeQuantiles(Array.fill(n.toInt)(in.byte()))
+    case 1 =>
+      val length = in.remaining
+      val c = new CompactQuantiles(window, eps)
+      c.microsecondTime = microseconds
+      val hasTime = in.byte() match {
+        case 0 => false
+        case 1 => true
+        case other => throw new CorruptSketchException(s"unknown percentile flags $other")
+      }
+      val now = in.long()
+      c.restore(hasTime, now, readQuantileNodes(in, now, hasTime, length))
+      c.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+      val pending = readQuantileNodes(in, now, hasTime, length)
+      val held = c.heldNodes
+      var previous = if (held.isEmpty) Long.MinValue else held.last.lo
+      var first = held.isEmpty
+      pending.foreach { n =>
+        val weight = try n.summary.weight catch { case _: ArithmeticException => -1L }
+        if (n.level != 0 || (!first && n.lo <= previous) || n.lo > now || n.total < 1 ||
+            java.lang.Long.compareUnsigned(now - n.lo, window) >= 0 || weight != n.total) {
+          throw new CorruptSketchException("invalid pending percentile leaf")
+        }
+        previous = n.lo
+        first = false
+      }
+      c.restorePending(pending)
+      SlidingQuantiles.ofCompact(c)
+    case other => throw new CorruptSketchException(s"unknown live percentile form $other")
   }
 
   /** Reads [[serializeQuantiles]] (either kind), validated like the other kinds. */
@@ -434,28 +508,139 @@ object SketchFormat {
    */
   def serializeTopK(s: SlidingTopK): Array[Byte] = {
     s.compress()
-    val out = header(KindTopK, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 16 * s.nodeCount)
+    val nodes = (0 until s.nodeCount).map(s.node)
+    val out = header(KindTopKDictionary, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 8 * s.nodeCount)
     out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
     writeBytes(out, s.itemType.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-    out.varint(s.nodeCount)
+    writeTopKNodes(out, s.now, nodes, dictionaryOf(nodes, out))
+    finish(out)
+  }
+
+  /**
+   * The nodes' distinct items, ascending ([[ItemCounts.compare]]), written as a varint count
+   * and each item's varint length and bytes; returns each item's index.
+   */
+  private def dictionaryOf(nodes: Seq[TopKNode], out: ByteWriter): java.util.HashMap[ItemKey, Integer] = {
+    val distinct = new java.util.HashMap[ItemKey, Integer]()
+    nodes.foreach(n => n.summary.items.foreach(item => distinct.putIfAbsent(new ItemKey(item), 0)))
+    val sorted = distinct.keySet.toArray(new Array[ItemKey](0))
+    java.util.Arrays.sort(sorted, (a: ItemKey, b: ItemKey) => ItemCounts.compare(a.bytes, b.bytes))
+    out.varint(sorted.length)
+    var i = 0
+    while (i < sorted.length) { writeBytes(out, sorted(i).bytes); distinct.put(sorted(i), i); i += 1 }
+    distinct
+  }
+
+  /** Reads [[dictionaryOf]]'s items: strictly ascending, so each item once. */
+  private def readDictionary(in: ByteReader, length: Int): Array[Array[Byte]] = {
+    val n = in.varint()
+    if (n < 0 || n > length) throw new CorruptSketchException(s"invalid item count $n")
+    val items = new Array[Array[Byte]](n.toInt)
+    var i = 0
+    while (i < n) {
+      items(i) = readBytes(in, length)
+      if (i > 0 && ItemCounts.compare(items(i - 1), items(i)) >= 0) {
+        throw new CorruptSketchException("items out of order")
+      }
+      i += 1
+    }
+    items
+  }
+
+  /**
+   * Top-k nodes as kind 6 holds them: a varint count, then each node's level, its lo (a
+   * step back from `now` for the first, forward from the previous one after), its row
+   * count, its summary's error and items. An item is its bytes (kind 6), or with a
+   * `dictionary` (kind 9) its index there as a step from the node's previous item's
+   * (the first's from -1), less one; then its count.
+   */
+  private def writeTopKNodes(out: ByteWriter, now: Long, nodes: Seq[TopKNode],
+      dictionary: java.util.HashMap[ItemKey, Integer]): Unit = {
+    out.varint(nodes.size)
     var previous = 0L
     var first = true
-    s.foreachNode { node =>
+    nodes.foreach { node =>
       out.byte(node.level)
-      out.varint(if (first) s.now - node.lo else node.lo - previous)
+      out.varint(if (first) now - node.lo else node.lo - previous)
       out.varint(node.total)
-      out.varint(node.summary.error)
-      out.varint(node.summary.size)
-      var i = 0
-      while (i < node.summary.size) {
-        writeBytes(out, node.summary.items(i))
-        out.varint(node.summary.counts(i))
-        i += 1
-      }
+      writeItemCounts(out, node.summary, dictionary)
       previous = node.lo
       first = false
     }
-    finish(out)
+  }
+
+  private def writeItemCounts(out: ByteWriter, s: ItemCounts,
+      dictionary: java.util.HashMap[ItemKey, Integer]): Unit = {
+    out.varint(s.error)
+    out.varint(s.size)
+    var index = -1
+    var i = 0
+    while (i < s.size) {
+      if (dictionary == null) writeBytes(out, s.items(i))
+      else {
+        val next = dictionary.get(new ItemKey(s.items(i))).intValue
+        out.varint(next - index - 1)
+        index = next
+      }
+      out.varint(s.counts(i))
+      i += 1
+    }
+  }
+
+  /**
+   * Reads [[writeTopKNodes]], marking in `used` the dictionary's items read; each summary's
+   * shape is checked by the caller, and with a dictionary every entry must be used (equal
+   * sketches, equal bytes: [[requireUsed]]).
+   */
+  private def readTopKNodes(in: ByteReader, now: Long, hasTime: Boolean, capacity: Int,
+      length: Int, dictionary: Array[Array[Byte]],
+      used: Array[Boolean]): scala.collection.mutable.ArrayBuffer[TopKNode] = {
+    val n = in.varint()
+    // A node takes at least 5 bytes: a count beyond that is damage, not a big sketch.
+    if (n < 0 || n > length / 5 || (n > 0 && !hasTime)) {
+      throw new CorruptSketchException(s"invalid node count $n")
+    }
+    val nodes = new scala.collection.mutable.ArrayBuffer[TopKNode](n.toInt)
+    var previous = 0L
+    var i = 0
+    while (i < n) {
+      val level = in.byte().toInt
+      val lo = readNodeLo(in, i, now, previous)
+      val total = in.varint()
+      nodes += new TopKNode(level, lo, total, readItemCounts(in, capacity, length, s"node $i", dictionary, used))
+      previous = lo
+      i += 1
+    }
+    nodes
+  }
+
+  private def requireUsed(used: Array[Boolean]): Unit =
+    if (used != null && used.contains(false)) throw new CorruptSketchException("an unused item")
+
+  private def readItemCounts(in: ByteReader, capacity: Int, length: Int, where: String,
+      dictionary: Array[Array[Byte]] = null, used: Array[Boolean] = null): ItemCounts = {
+    val error = in.varint()
+    val size = in.varint()
+    if (size < 0 || size > capacity) throw new CorruptSketchException(s"invalid item count at $where")
+    val items = new Array[Array[Byte]](size.toInt)
+    val counts = new Array[Long](size.toInt)
+    var index = -1L
+    var j = 0
+    while (j < size) {
+      if (dictionary == null) items(j) = readBytes(in, length)
+      else {
+        val step = in.varint()
+        if (step < 0 || step >= dictionary.length - index - 1) {
+          throw new CorruptSketchException(s"invalid item at $where")
+        }
+        index += step + 1
+        items(j) = dictionary(index.toInt)
+        used(index.toInt) = true
+      }
+      counts(j) = in.varint()
+      j += 1
+    }
+    new ItemCounts(items, counts, error)
   }
 
   /** Reads [[serializeTopK]], validated like the other kinds (docs/top-k.md). */
@@ -467,56 +652,114 @@ object SketchFormat {
     }
     val s = new SlidingTopK(h.window, h.eps)
     s.microsecondTime = h.microseconds
-    val check = java.lang.Double.longBitsToDouble(in.long())
-    if (!(check >= h.eps / 2 && check <= SlidingTopK.MaxCheck)) {
-      throw new CorruptSketchException(s"invalid collapse parameter $check")
-    }
+    val check = readTopKCheck(in, h.eps)
     s.itemType = new String(readBytes(in, bytes.length), java.nio.charset.StandardCharsets.UTF_8)
-    val n = in.varint()
-    // A node takes at least 5 bytes: a count beyond that is damage, not a big sketch.
-    if (n < 0 || n > bytes.length / 5 || (n > 0 && !h.hasTime)) {
-      throw new CorruptSketchException(s"invalid node count $n")
-    }
-    val nodes = new scala.collection.mutable.ArrayBuffer[TopKNode](n.toInt)
-    var previous = 0L
-    var i = 0
-    while (i < n) {
-      val level = in.byte().toInt
-      val lo = readNodeLo(in, i, h.now, previous)
-      val total = in.varint()
-      val error = in.varint()
-      val size = in.varint()
-      if (size < 0 || size > s.capacity) throw new CorruptSketchException(s"invalid item count at node $i")
-      val items = new Array[Array[Byte]](size.toInt)
-      val counts = new Array[Long](size.toInt)
-      var j = 0
-      while (j < size) {
-        items(j) = readBytes(in, bytes.length)
-        counts(j) = in.varint()
-        j += 1
-      }
-      nodes += new TopKNode(level, lo, total, new ItemCounts(items, counts, error))
-      previous = lo
-      i += 1
-    }
+    // Kind 9 holds each item once, and the nodes read share its arrays.
+    val dictionary = if (h.kind == KindTopKDictionary) readDictionary(in, bytes.length) else null
+    val used = if (dictionary == null) null else new Array[Boolean](dictionary.length)
+    val nodes = readTopKNodes(in, h.now, h.hasTime, s.capacity, bytes.length, dictionary, used)
+    requireUsed(used)
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
     s.restore(h.hasTime, h.now, check, nodes)
     s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
     s
   }
 
+  private def readTopKCheck(in: ByteReader, eps: Double): Double = {
+    val check = java.lang.Double.longBitsToDouble(in.long())
+    if (!(check >= eps / 2 && check <= SlidingTopK.MaxCheck)) {
+      throw new CorruptSketchException(s"invalid collapse parameter $check")
+    }
+    check
+  }
+
+  /**
+   * The bounded time-ordered top-k counts of a live key ([[OrderedTopK]], after its first
+   * byte), exactly as held: now, the sketch's collapse parameter, the items' dictionary (as
+   * kind 9), its nodes, its pending leaves, then the open rows of the newest timestamp, now
+   * (their count, 0 for none; then their error and their items) (docs/format.md, "Live
+   * window state").
+   */
+  private[core] def writeOrderedTopK(out: ByteWriter, s: SlidingTopK, openTs: Long, openRows: Long,
+      openError: Long, items: Array[Array[Byte]], counts: Array[Long]): Unit = {
+    out.long(s.now)
+    out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
+    val open = new ItemCounts(items, counts, openError)
+    val dictionary = dictionaryOf(s.compressedTopKNodes ++ s.pendingTopKNodes :+
+      new TopKNode(0, s.now, math.max(1L, openRows), open), out)
+    writeTopKNodes(out, s.now, s.compressedTopKNodes, dictionary)
+    writeTopKNodes(out, s.now, s.pendingTopKNodes, dictionary)
+    out.varint(openRows)
+    if (openRows > 0) writeItemCounts(out, open, dictionary)
+  }
+
+  /**
+   * Reads [[writeOrderedTopK]] into `o`: the nodes as kind 6 checks them, the pending ones
+   * leaves after them in time order, within the window, each a valid summary; the open rows
+   * after them, at most twice the capacity items, within their count.
+   */
+  private[core] def readOrderedTopK(o: OrderedTopK, in: ByteReader): Unit = {
+    val length = in.remaining
+    val now = in.long()
+    val s = new SlidingTopK(o.window, o.eps)
+    s.microsecondTime = o.microsecondTime
+    val check = readTopKCheck(in, o.eps)
+    val dictionary = readDictionary(in, length)
+    val used = new Array[Boolean](dictionary.length)
+    s.restore(hasTime = true, now, check, readTopKNodes(in, now, hasTime = true, s.capacity, length, dictionary, used))
+    s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+    val pending = readTopKNodes(in, now, hasTime = true, s.capacity, length, dictionary, used)
+    var previous = if (s.nodeCount == 0) Long.MinValue else s.node(s.nodeCount - 1).lo
+    var first = s.nodeCount == 0
+    pending.foreach { n =>
+      if (n.level != 0 || (!first && n.lo <= previous) || n.lo > now ||
+          java.lang.Long.compareUnsigned(now - n.lo, o.window) >= 0 || n.total < 1 ||
+          !SlidingTopK.valid(n.summary, n.total, s.capacity)) {
+        throw new CorruptSketchException("invalid pending top-k leaf")
+      }
+      previous = n.lo
+      first = false
+    }
+    s.restorePending(pending)
+    val rows = in.varint()
+    if (rows < 0) throw new CorruptSketchException("invalid open top-k rows")
+    if (rows > 0) {
+      val open = readItemCounts(in, 2 * s.capacity, length, "the open rows", dictionary, used)
+      val ordered = (1 until open.size).forall(j => ItemCounts.compare(open.items(j - 1), open.items(j)) < 0)
+      if ((!first && now <= previous) || !ordered || open.counts.exists(_ < 1) || open.error < 0 ||
+          !SlidingTopK.fits(open, rows, s.capacity)) {
+        throw new CorruptSketchException("invalid open top-k rows")
+      }
+      requireUsed(used)
+      o.restoreBounded(s, rows, open.error, open.items, open.counts)
+    } else {
+      requireUsed(used)
+      o.restoreBounded(s, 0L, 0L, Array.empty, Array.emptyLongArray)
+    }
+  }
+
   private def readCompactQuantiles(in: ByteReader, h: Header, length: Int): CompactQuantiles = {
     val s = new CompactQuantiles(h.window, h.eps)
     s.microsecondTime = h.microseconds
+    val nodes = readQuantileNodes(in, h.now, h.hasTime, length)
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    s.restore(h.hasTime, h.now, nodes)
+    s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+    s
+  }
+
+  /** Reads [[writeQuantileNodes]]: value order and NaN checked here, the rest by the caller. */
+  private def readQuantileNodes(in: ByteReader, now: Long, hasTime: Boolean,
+      length: Int): scala.collection.mutable.ArrayBuffer[QuantileNode] = {
     val n = in.varint()
     // A node takes at least 4 bytes.
-    if (n < 0 || n > length / 4 || (n > 0 && !h.hasTime)) throw new CorruptSketchException(s"invalid node count $n")
+    if (n < 0 || n > length / 4 || (n > 0 && !hasTime)) throw new CorruptSketchException(s"invalid node count $n")
     val nodes = new scala.collection.mutable.ArrayBuffer[QuantileNode](n.toInt)
     var previous = 0L
     var i = 0
     while (i < n) {
       val level = in.byte().toInt
-      val lo = readNodeLo(in, i, h.now, previous)
+      val lo = readNodeLo(in, i, now, previous)
       val total = in.varint()
       val levelCount = in.varint()
       if (levelCount < 1 || levelCount > 63) throw new CorruptSketchException(s"invalid values at node $i")
@@ -547,10 +790,7 @@ object SketchFormat {
       previous = lo
       i += 1
     }
-    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
-    s.restore(h.hasTime, h.now, nodes)
-    s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
-    s
+    nodes
   }
 
   /**

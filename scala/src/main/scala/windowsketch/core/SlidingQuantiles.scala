@@ -17,12 +17,17 @@ package windowsketch.core
  *    on the next query (a sort of the window's values). Rows that do not move `now` (a
  *    descending frame's) still go straight into the view: O(log n) each.
  *
- * Past [[SlidingQuantiles.MaxValues]] values (and whenever a compact sketch is merged in)
- * it turns into the compact mode ([[CompactQuantiles]]) for good: a summary of the window
- * with a stated rank error instead of its rows (docs/percentiles.md, "Compact mode").
+ * Past [[CompactQuantiles.exactLimit]] values (4,096 at eps 0.01; and whenever a compact
+ * sketch is merged in) it turns into the compact mode ([[CompactQuantiles]]) for good: a
+ * summary of the window with a stated rank error instead of its rows, so memory is set by
+ * eps, not by the window (docs/percentiles.md, "Compact mode").
  */
-final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAxis {
+final class SlidingQuantiles(val window: Long, val eps: Double,
+    /** The most values held exactly; one more turns the sketch compact. */
+    val exactLimit: Int) extends SketchAxis {
   ExponentialHistogram.checkParameters(window, eps)
+
+  def this(window: Long, eps: Double) = this(window, eps, CompactQuantiles.exactLimit(eps))
 
   var microsecondTime = false
 
@@ -71,11 +76,14 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
    * (`java.lang.Double.compare`: -0.0 before 0.0, NaN after everything).
    */
   def add(ts: Long, value: Double): Unit = {
-    if (compactWindow == null && held == SlidingQuantiles.MaxValues) toCompact()
     if (compactWindow != null) { compactWindow.add(ts, value); return }
     val ordered = !seenAny || ts >= nowTs
     advanceTo(ts)
     if (!inWindow(ts)) return
+    if (held >= exactLimit) {
+      if (!inOrder) compactExpired() // out of order, expired rows may still be held
+      if (held >= exactLimit) { toCompact(); compactWindow.add(ts, value); return }
+    }
     // Behind now: the window is the same, so the view takes the row; only the ring's order
     // is lost, which matters when now next moves.
     if (!ordered) inOrder = false
@@ -89,17 +97,25 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
         s"cannot merge percentile sketches of (window, eps) ($window, $eps) and " +
           s"(${other.window}, ${other.eps})")
     }
-    if (compactWindow != null || other.compactWindow != null ||
-        held.toLong + other.held > SlidingQuantiles.MaxValues) {
-      toCompact()
-      if (other.compactWindow != null) compactWindow.merge(other.compactWindow)
-      else {
-        if (other.seenAny) compactWindow.advanceTo(other.nowTs)
-        other.replayInto(compactWindow)
-      }
-      return
+    if (compactWindow == null && other.compactWindow == null) {
+      if (other.seenAny) advanceTo(other.nowTs)
+      compactExpired()
+      // The union's rows in the merged window decide, so a reader counting them (the
+      // Python reader) switches at the same merge.
+      var incoming = 0
+      other.foreachInWindow((t, _) => if (inWindow(t)) incoming += 1)
+      if (held.toLong + incoming <= exactLimit) { appendInWindow(other); return }
     }
-    if (other.seenAny) advanceTo(other.nowTs)
+    toCompact()
+    if (other.compactWindow != null) compactWindow.merge(other.compactWindow)
+    else {
+      if (other.seenAny) compactWindow.advanceTo(other.nowTs)
+      other.replayInto(compactWindow)
+    }
+  }
+
+  /** Adds `other`'s rows that lie in this window (exact mode, `now` already merged). */
+  private def appendInWindow(other: SlidingQuantiles): Unit = {
     var i = 0
     while (i < other.held) {
       val j = other.slot(i)
@@ -132,6 +148,19 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
         val found = Array.fill(ps.length)(true)
         new CompactAnswer(exact, exact, exact, found, found, sorted.size, 0L, 0L, 0.0)
       }
+    }
+
+  /**
+   * Each percentage's answer for the window ending at now, without bounds ([[answers]]'
+   * estimates, cheaper in compact mode); null when the window holds no value.
+   */
+  def estimates(ps: Array[Double]): Array[Double] =
+    if (compactWindow != null) {
+      val a = compactWindow.answer(ps, bounds = false)
+      if (a.estimates.isEmpty) null else a.estimates
+    } else {
+      ensureSorted()
+      if (sorted.size == 0) null else ps.map(quantile)
     }
 
   /** The compact mode from here on: the window's rows go into a [[CompactQuantiles]]. */
@@ -293,13 +322,11 @@ final class SlidingQuantiles(val window: Long, val eps: Double) extends SketchAx
     }
 }
 
-/** The window holds more rows than an exact running frame keeps (the top-k family's). */
-final class WindowTooLargeException(limit: Int) extends IllegalStateException(
-  s"the window holds more than $limit values, the most the exact mode keeps; " +
-    "use a shorter window, or group by a finer key")
-
 object SlidingQuantiles {
-  /** The most values the exact mode holds: 2^24 rows take 256 MB of heap. */
+  /**
+   * The most rows the exact form's bytes may hold: the exact limit was once 16 / eps^2 (up
+   * to 2^24), and bytes written then keep reading.
+   */
   val MaxValues: Int = 1 << 24
 
   /** A sketch in compact mode holding `summary` (read from bytes). */
@@ -424,6 +451,37 @@ private[core] final class SortedBlocks {
       step >>>= 1
     }
     blocks(position)(rest)
+  }
+
+  /** How many values are at most `value` (`Double.compare` order). */
+  def countAtMost(value: Double): Int = {
+    val b = firstBlockAbove(value)
+    if (b == blockCount) total else prefix(b) + SlidingQuantiles.upperBound(blocks(b), sizes(b), value)
+  }
+
+  /** How many values are below `value`. */
+  def countBelow(value: Double): Int = {
+    val b = firstBlockNotBelow(value)
+    if (b == blockCount) total else prefix(b) + HeldValues.lowerBound(blocks(b), sizes(b), value)
+  }
+
+  /** The sizes of blocks [0, b). */
+  private def prefix(b: Int): Int = {
+    var sum = 0
+    var i = b
+    while (i > 0) { sum += fenwick(i); i -= i & -i }
+    sum
+  }
+
+  /** The first block whose largest value is > `value` (blockCount if none). */
+  private def firstBlockAbove(value: Double): Int = {
+    var lo = 0
+    var hi = blockCount
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (java.lang.Double.compare(largest(mid), value) <= 0) lo = mid + 1 else hi = mid
+    }
+    lo
   }
 
   /** The first block whose largest value is >= `value` (blockCount if none). */

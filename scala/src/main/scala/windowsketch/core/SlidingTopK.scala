@@ -69,7 +69,7 @@ object ItemCounts {
     prune(items.toArray, counts.toArray, error, capacity)
   }
 
-  private def prune(items: Array[Array[Byte]], counts: Array[Long], error: Long,
+  private[core] def prune(items: Array[Array[Byte]], counts: Array[Long], error: Long,
       capacity: Int): ItemCounts =
     if (items.length <= capacity) new ItemCounts(items, counts, error)
     else {
@@ -130,17 +130,63 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
   def add(ts: Long, item: Array[Byte]): Unit = {
     advanceTo(ts)
     if (afterEdge(ts)) {
+      val shared = intern(item)
       val last = if (pending.isEmpty) null else pending.last
       // Rows of one timestamp share a leaf.
       if (last != null && last.level == 0 && last.lo == ts) {
         pending(pending.size - 1) = new TopKNode(0, ts, last.total + 1,
-          ItemCounts.sum(Seq(last.summary, ItemCounts.single(item)), capacity))
-      } else addPending(new TopKNode(0, ts, 1L, ItemCounts.single(item)))
+          ItemCounts.sum(Seq(last.summary, ItemCounts.single(shared)), capacity))
+      } else addPending(new TopKNode(0, ts, 1L, ItemCounts.single(shared)))
+    }
+  }
+
+  // The bytes of items seen lately, so that nodes counting the same item share one array
+  // (each row's item comes as a new one): memory holds a frequent item once, not once per
+  // node. Cleared when it passes a few capacities, so it stays bounded too.
+  private val recentItems = new java.util.HashMap[ItemKey, Array[Byte]]()
+
+  private def intern(item: Array[Byte]): Array[Byte] = {
+    val key = new ItemKey(item)
+    val held = recentItems.get(key)
+    if (held != null) held
+    else {
+      if (recentItems.size >= 4 * capacity) recentItems.clear()
+      recentItems.put(key, item)
+      item
     }
   }
 
   def advanceTo(ts: Long): Unit =
     if (!seenAny || ts > nowTs) { nowTs = ts; seenAny = true }
+
+  /**
+   * Adds the rows of one timestamp at once, as their summary (at most `capacity` items,
+   * within the node bound): the time-ordered counts ([[OrderedTopK]]) count a timestamp's
+   * rows exactly and hand them over when time moves on.
+   */
+  private[core] def addLeaf(ts: Long, rows: Long, counts: ItemCounts): Unit = {
+    advanceTo(ts)
+    if (afterEdge(ts)) {
+      val last = if (pending.isEmpty) null else pending.last
+      if (last != null && last.level == 0 && last.lo == ts) {
+        pending(pending.size - 1) = new TopKNode(0, ts, last.total + rows,
+          ItemCounts.sum(Seq(last.summary, counts), capacity))
+      } else addPending(new TopKNode(0, ts, rows, counts))
+    }
+  }
+
+  /** Changes whenever the nodes are restructured ([[compress]], a restore). */
+  private[core] def structureVersion: Long = version
+  private var version = 0L
+
+  /** The nodes in pre-order, then the pending ones in arrival order: `i` from 0 to [[nodeCount]]. */
+  private[core] def node(i: Int): TopKNode = if (i < nodes.size) nodes(i) else pending(i - nodes.size)
+
+  private[core] def compressedTopKNodes: Seq[TopKNode] = nodes.toSeq
+  private[core] def pendingTopKNodes: Seq[TopKNode] = pending.toSeq
+
+  /** Puts back leaves read as pending ([[SketchFormat.readOrderedTopK]]), after [[restore]]. */
+  private[core] def restorePending(leaves: ArrayBuffer[TopKNode]): Unit = pending = leaves
 
   def merge(other: TopKWindow): Unit = other match {
     case s: SlidingTopK => mergeSketch(s)
@@ -213,6 +259,7 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
    * every subtree (I) allows; past the node cap, doubles c and collapses again.
    */
   def compress(): Unit = {
+    version += 1
     gatherSorted()
     collapse()
     while (nodes.size > SlidingTopK.MaxNodes && check < SlidingTopK.MaxCheck) {
@@ -246,6 +293,7 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
     check = checkParameter
     nodes = restored
     pending = new ArrayBuffer[TopKNode]()
+    version += 1
   }
 
   /**
@@ -259,11 +307,7 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
     var i = 0
     while (i < nodes.size) {
       val node = nodes(i)
-      val s = node.summary
-      if (node.total < 1 || total + node.total < total || s.size > capacity || s.error < 0 ||
-          s.counts.exists(_ < 1) ||
-          (1 until s.size).exists(j => ItemCounts.compare(s.items(j - 1), s.items(j)) >= 0) ||
-          !SlidingTopK.fits(s, node.total, capacity)) {
+      if (node.total < 1 || total + node.total < total || !SlidingTopK.valid(node.summary, node.total, capacity)) {
         return Some(s"invalid item counts at node $i")
       }
       total += node.total
@@ -284,6 +328,16 @@ object SlidingTopK {
   /** Items a node counts at eps: its summary's error is at most eps / 2 of its rows. */
   def capacityFor(eps: Double): Int = math.ceil(2 / eps).toInt - 1
 
+  /**
+   * A summary of `total` rows as nodes hold it: at most `capacity` items, sorted and
+   * distinct, positive counts, a non-negative error and sum(counts) + (capacity + 1) * error
+   * <= total.
+   */
+  private[core] def valid(s: ItemCounts, total: Long, capacity: Int): Boolean =
+    s.size <= capacity && s.error >= 0 && s.counts.forall(_ >= 1) &&
+      (1 until s.size).forall(j => ItemCounts.compare(s.items(j - 1), s.items(j)) < 0) &&
+      fits(s, total, capacity)
+
   /** sum(counts) + (capacity + 1) * error <= total, without overflow. */
   private[core] def fits(s: ItemCounts, total: Long, capacity: Int): Boolean = {
     var sum = BigInt(0)
@@ -293,22 +347,70 @@ object SlidingTopK {
 }
 
 /**
- * The window's item counts for rows in time order (running frames ordered by `ts`),
- * exactly: every row of the window with its item, the items' counts, and the items ordered
- * by count, so a row costs O(log d) for d distinct items and the top k are read in O(k).
- * Like the percentiles' exact mode it refuses windows of more than 2^24 rows.
+ * The most frequent items of the window for rows in time order (running frames ordered by
+ * `ts`, live keys), in memory set by eps (docs/top-k.md, "In time order").
+ *
+ * While the window holds at most [[exactLimit]] rows it holds them all: counts are exact
+ * (lower = estimate = upper), a row costs O(log d) for d distinct items and the top k are
+ * read in O(k). Past that it turns bounded for good: the rows of the newest timestamp are
+ * counted exactly (pruned as a Misra–Gries summary past 2 capacity items) and handed to a
+ * [[SlidingTopK]] as a leaf when time moves on. Answers are the sketch's own
+ * ([[SlidingTopK.topAt]] over its nodes and the newest timestamp's counts): lower counts are
+ * kept up to date as rows arrive, as nodes leave the window and, when the sketch
+ * restructures, by the difference of the summaries it replaced; the last answer is kept and
+ * rows that only raise counts update it, any other change recomputes it.
  */
-final class OrderedTopK(val window: Long) extends TopKWindow {
+final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
+  ExponentialHistogram.checkParameters(window, eps)
+
+  /** The most rows held exactly; one more turns the counts bounded. */
+  val exactLimit: Int = OrderedTopK.exactLimit(eps)
+
+  // Exact mode: every row of the window, oldest first.
   private val rowTimes = new java.util.ArrayDeque[java.lang.Long]()
   private val rowItems = new java.util.ArrayDeque[ItemKey]()
-  private val counts = new java.util.HashMap[ItemKey, java.lang.Long]()
-  // Items by count descending, then by their bytes: the order of answers.
-  private val ranked = new java.util.TreeSet[(Long, ItemKey)](OrderedTopK.RankOrder)
+  // Per item its count (exact mode) or lower bound (bounded: its counts in the sketch's
+  // nodes inside the window and in the newest timestamp's rows); in exact mode also the
+  // items by count descending (ties in the order items first came: answers sort ties).
+  private val counts = new java.util.HashMap[ItemKey, OrderedTopK.Count]()
+  private val ranked = new java.util.TreeSet[OrderedTopK.Count](OrderedTopK.ByCount)
+  // The counted items by their bytes' identity: the sketch's summaries share the arrays
+  // `counts` holds, so reading a summary needs no hash of its items.
+  private val byArray = new java.util.IdentityHashMap[Array[Byte], OrderedTopK.Count]()
+  private var nextId = 0L
   private var seenAny = false
   private var nowTs = 0L
 
+  // Bounded mode: the sketch, and the rows of the newest timestamp (now) apart.
+  private var sketch: SlidingTopK = null
+  private var openTs = 0L
+  private val open = new java.util.HashMap[ItemKey, java.lang.Long]()
+  private var openRows = 0L
+  private var openError = 0L
+  // What `counts` holds besides the open rows: the summaries it added (by identity), the
+  // sketch's structure they were read from, its first node inside the window, their
+  // errors and the open rows' error, and the nodes before the window reaching into it (the
+  // straddling path, at most the tree's height).
+  private val viewed = new java.util.IdentityHashMap[ItemCounts, java.lang.Boolean]()
+  private var viewVersion = -1L
+  private var insideFrom = 0
+  private var insideError = 0L
+  private val straddlers = new ArrayBuffer[TopKNode]()
+  // The last answer, for `answeredK` items, valid unless a count fell, the slack or the
+  // straddling path changed; `raised` the items whose counts rose since.
+  private var answer: Array[ItemCount] = null
+  private var answeredK = 0
+  private var answerValid = false
+  private val raised = new ArrayBuffer[OrderedTopK.Count]()
+
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
+
+  /** True once the counts are bounded by eps rather than exact. */
+  def isBounded: Boolean = sketch != null
+
+  /** The eps the bounds' width is guaranteed to (exact mode: `eps`). */
+  def effectiveEps: Double = if (sketch == null) eps else sketch.effectiveEps
 
   def merge(other: TopKWindow): Unit =
     throw new UnsupportedOperationException("the time-ordered item counts cannot merge; use SlidingTopK")
@@ -316,80 +418,367 @@ final class OrderedTopK(val window: Long) extends TopKWindow {
   def add(ts: Long, item: Array[Byte]): Unit = {
     if (seenAny && ts < nowTs) throw new OutOfOrderEventException(ts, nowTs)
     advanceTo(ts)
-    if (rowTimes.size == SlidingQuantiles.MaxValues) throw new WindowTooLargeException(SlidingQuantiles.MaxValues)
     val key = new ItemKey(item)
-    rowTimes.addLast(ts)
-    rowItems.addLast(key)
-    move(key, +1)
+    if (sketch == null) {
+      if (rowTimes.size < exactLimit) {
+        rowTimes.addLast(ts)
+        rowItems.addLast(move(key, 1L))
+        return
+      }
+      toBounded()
+    }
+    openTs = ts
+    openRows += 1
+    open.merge(move(key, 1L), 1L, OrderedTopK.Plus)
+    if (open.size > 2 * sketch.capacity) pruneOpen()
   }
 
   def advanceTo(ts: Long): Unit =
     if (!seenAny || ts > nowTs) {
       nowTs = ts
       seenAny = true
-      while (!rowTimes.isEmpty && java.lang.Long.compareUnsigned(nowTs - rowTimes.peekFirst(), window) >= 0) {
-        rowTimes.pollFirst()
-        move(rowItems.pollFirst(), -1)
+      if (sketch == null) {
+        while (!rowTimes.isEmpty && java.lang.Long.compareUnsigned(nowTs - rowTimes.peekFirst(), window) >= 0) {
+          rowTimes.pollFirst()
+          move(rowItems.pollFirst(), -1L)
+        }
+      } else {
+        flushOpen()
+        sketch.advanceTo(ts)
       }
     }
 
-  private def move(key: ItemKey, by: Int): Unit = {
-    val before = counts.get(key)
-    val was = if (before == null) 0L else before.longValue
-    if (was > 0) ranked.remove((was, key))
-    val now = was + by
-    if (now > 0) { counts.put(key, now); ranked.add((now, key)) } else counts.remove(key)
-  }
-
   /** True when the window holds no row with an item. */
-  def isEmpty: Boolean = rowTimes.isEmpty
+  def isEmpty: Boolean =
+    if (sketch == null) rowTimes.isEmpty
+    else { syncView(); counts.isEmpty && openRows == 0 && straddlers.isEmpty }
 
   /**
-   * The state as a live window stores it: whether a row was seen and now, then the
-   * window's rows oldest first, each its time (the first as its age from now, the others
-   * as steps forward) and its item (a varint length and the bytes).
+   * The `k` items of the window ending at now with the largest estimates, ties to the larger
+   * lower bound, then to the item's bytes: exact counts in exact mode, the sketch's
+   * certified bounds after.
    */
-  private[core] def writeTo(out: ByteWriter): Unit = {
-    out.byte(if (seenAny) 1 else 0)
-    out.long(nowTs)
-    out.varint(rowTimes.size)
-    val times = rowTimes.iterator
-    val items = rowItems.iterator
-    var previous = 0L
-    var first = true
-    while (times.hasNext) {
-      val t = times.next().longValue
-      out.varint(if (first) nowTs - t else t - previous)
-      val item = items.next().bytes
-      out.varint(item.length)
-      item.foreach(b => out.byte(b))
-      previous = t
-      first = false
+  def top(k: Int): Array[ItemCount] =
+    if (sketch == null) {
+      // Counts descending: the k-th count and every tie of it, then the answer's order.
+      val best = new java.util.TreeSet[ItemCount](OrderedTopK.AnswerOrder)
+      val it = ranked.iterator
+      var searching = true
+      while (searching && it.hasNext) {
+        val c = it.next()
+        if (best.size >= k && c.count < best.last.estimate) searching = false
+        else {
+          best.add(ItemCount(c.key.bytes, c.count, c.count, c.count))
+          if (best.size > k) best.pollLast()
+        }
+      }
+      best.toArray(new Array[ItemCount](0))
+    } else {
+      syncView()
+      if (!answerValid || answeredK != k) {
+        val best = new java.util.TreeSet[ItemCount](OrderedTopK.AnswerOrder)
+        val all = counts.values.iterator
+        while (all.hasNext) offer(best, all.next(), k)
+        answer = best.toArray(new Array[ItemCount](0))
+        answeredK = k
+        answerValid = true
+      } else if (raised.nonEmpty) {
+        val best = new java.util.TreeSet[ItemCount](OrderedTopK.AnswerOrder)
+        answer.foreach(a => if (!raised.exists(r => java.util.Arrays.equals(r.key.bytes, a.item))) best.add(a))
+        raised.foreach(c => if (c.count > 0) offer(best, c, k))
+        answer = best.toArray(new Array[ItemCount](0))
+      }
+      raised.clear()
+      answer
+    }
+
+  /** `c`'s answer into `best`, kept to the `k` first. */
+  private def offer(best: java.util.TreeSet[ItemCount], c: OrderedTopK.Count, k: Int): Unit = {
+    val low = c.count
+    var high = Math.addExact(low, insideError)
+    straddlers.foreach { n => high = Math.addExact(high, Math.addExact(n.summary.error, n.summary.countOf(c.key.bytes))) }
+    val a = ItemCount(c.key.bytes, low + (high - low) / 2, low, high)
+    if (best.size < k || OrderedTopK.AnswerOrder.compare(a, best.last) < 0) {
+      best.add(a)
+      if (best.size > k) best.pollLast()
     }
   }
 
-  /** The `k` most frequent items of the window, exact: estimate = lower = upper. */
-  def top(k: Int): Array[ItemCount] = {
-    val out = new ArrayBuffer[ItemCount](k)
-    val it = ranked.iterator
-    while (out.size < k && it.hasNext) {
-      val (count, key) = it.next()
-      out += ItemCount(key.bytes, count, count, count)
+  /** The exact rows, grouped by time, become the sketch's leaves; the newest stays open. */
+  private def toBounded(): Unit = {
+    sketch = new SlidingTopK(window, eps)
+    sketch.microsecondTime = microsecondTime
+    ranked.clear()
+    val times = rowTimes.iterator
+    val items = rowItems.iterator
+    while (times.hasNext) {
+      val t = times.next().longValue
+      if (openRows > 0 && t != openTs) flushOpen()
+      openTs = t
+      openRows += 1
+      open.merge(items.next(), 1L, OrderedTopK.Plus)
+      if (open.size > 2 * sketch.capacity) pruneOpen()
     }
-    out.toArray
+    rowTimes.clear()
+    rowItems.clear()
+    if (openRows > 0 && openTs != nowTs) flushOpen()
+    sketch.advanceTo(nowTs)
+    rebuildView()
+  }
+
+  /**
+   * Prunes the open rows' counts to the sketch's capacity as a Misra–Gries summary is
+   * pruned: the (capacity + 1)-th largest count comes off every count and is added to the
+   * error (so counts + (capacity + 1) error stays within the rows).
+   */
+  private def pruneOpen(): Unit = {
+    val capacity = sketch.capacity
+    if (open.size <= capacity) return
+    val values = new Array[Long](open.size)
+    var i = 0
+    val it = open.values.iterator
+    while (it.hasNext) { values(i) = it.next().longValue; i += 1 }
+    java.util.Arrays.sort(values)
+    val cut = values(values.length - 1 - capacity)
+    val entries = open.entrySet.iterator
+    while (entries.hasNext) {
+      val e = entries.next()
+      val c = e.getValue.longValue
+      move(e.getKey, -math.min(c, cut))
+      if (c <= cut) entries.remove() else e.setValue(c - cut)
+    }
+    openError += cut
+    insideError += cut
+  }
+
+  /**
+   * Hands the open rows to the sketch as a leaf. Their counts stay in `counts`: the leaf's
+   * summary is marked as read before the sketch takes it, so a restructure it triggers
+   * takes it out again as it does any summary it replaces.
+   */
+  private def flushOpen(): Unit =
+    if (openRows > 0) {
+      if (open.size > sketch.capacity) pruneOpen()
+      val keys = open.keySet.toArray(new Array[ItemKey](0))
+      java.util.Arrays.sort(keys, OrderedTopK.KeyOrder)
+      val leaf = new ItemCounts(keys.map(_.bytes), keys.map(k => open.get(k).longValue), openError)
+      viewed.put(leaf, java.lang.Boolean.TRUE)
+      val rows = openRows
+      open.clear()
+      openRows = 0
+      openError = 0
+      sketch.addLeaf(openTs, rows, leaf)
+      // Read a restructure now: `viewed` must not keep the summaries it replaced alive.
+      if (sketch.structureVersion != viewVersion) diffView()
+    }
+
+  /**
+   * Brings `counts` up to the window ending at now: after the sketch restructured, by the
+   * difference of the summaries it replaced and its new ones; nodes that left the window
+   * come off; `straddlers` keeps those before the window still reaching into it.
+   */
+  private def syncView(): Unit = {
+    if (sketch.structureVersion != viewVersion) diffView()
+    var i = insideFrom
+    while (i < sketch.nodeCount && !inWindow(sketch.node(i).lo)) {
+      val n = sketch.node(i)
+      if (viewed.remove(n.summary) != null) {
+        addCounts(n.summary, -1L)
+        insideError -= n.summary.error
+      }
+      if (reaches(n)) straddlers += n
+      answerValid = false
+      i += 1
+    }
+    insideFrom = i
+    var kept = 0
+    i = 0
+    while (i < straddlers.size) {
+      if (reaches(straddlers(i))) { straddlers(kept) = straddlers(i); kept += 1 }
+      i += 1
+    }
+    if (kept < straddlers.size) {
+      straddlers.dropRightInPlace(straddlers.size - kept)
+      answerValid = false
+    }
+  }
+
+  /** Reads the restructured sketch: its inside nodes' summaries replace the ones read before. */
+  private def diffView(): Unit = {
+    val total = sketch.nodeCount
+    // Nodes are in pre-order then in arrival order: by lo, so those inside are a suffix.
+    var from = 0
+    var to = total
+    while (from < to) {
+      val m = (from + to) >>> 1
+      if (inWindow(sketch.node(m).lo)) to = m else from = m + 1
+    }
+    val now = new java.util.IdentityHashMap[ItemCounts, java.lang.Boolean]()
+    var i = from
+    while (i < total) { now.put(sketch.node(i).summary, java.lang.Boolean.TRUE); i += 1 }
+    // The net change per item, applied once: merges without pruning change no count.
+    val delta = new java.util.HashMap[ItemKey, java.lang.Long]()
+    val errorBefore = insideError
+    val gone = viewed.keySet.iterator
+    while (gone.hasNext) {
+      val s = gone.next()
+      if (!now.containsKey(s)) { addTo(delta, s, -1L); insideError -= s.error }
+    }
+    val added = now.keySet.iterator
+    while (added.hasNext) {
+      val s = added.next()
+      if (!viewed.containsKey(s)) { addTo(delta, s, 1L); insideError = Math.addExact(insideError, s.error) }
+    }
+    val changes = delta.entrySet.iterator
+    while (changes.hasNext) { val e = changes.next(); if (e.getValue.longValue != 0L) move(e.getKey, e.getValue.longValue) }
+    if (insideError != errorBefore) answerValid = false
+    viewed.clear()
+    viewed.putAll(now)
+    insideFrom = from
+    val before = straddlers.toList
+    straddlers.clear()
+    i = 0
+    while (i < from) { if (reaches(sketch.node(i))) straddlers += sketch.node(i); i += 1 }
+    if (straddlers.toList != before) answerValid = false
+    viewVersion = sketch.structureVersion
+  }
+
+  private def addTo(delta: java.util.HashMap[ItemKey, java.lang.Long], s: ItemCounts, sign: Long): Unit = {
+    var j = 0
+    while (j < s.size) { delta.merge(keyOf(s.items(j)), sign * s.counts(j), OrderedTopK.Plus); j += 1 }
+  }
+
+  /** `bytes` as a key: the counted item's own key when `bytes` are its array. */
+  private def keyOf(bytes: Array[Byte]): ItemKey = {
+    val c = byArray.get(bytes)
+    if (c != null) c.key else new ItemKey(bytes)
+  }
+
+  /** `counts` from nothing: the open rows, then every inside node. */
+  private def rebuildView(): Unit = {
+    counts.clear()
+    byArray.clear()
+    viewed.clear()
+    insideError = openError
+    val o = open.entrySet.iterator
+    while (o.hasNext) { val e = o.next(); move(e.getKey, e.getValue.longValue) }
+    viewVersion = -1L
+    diffView()
+    answerValid = false
+  }
+
+  private def addCounts(s: ItemCounts, sign: Long): Unit = {
+    var j = 0
+    while (j < s.size) { move(keyOf(s.items(j)), sign * s.counts(j)); j += 1 }
+  }
+
+  /** A node before the window's start whose times reach into the window. */
+  private def reaches(n: TopKNode): Boolean = inWindow(math.min(n.lo + ((1L << n.level) - 1), nowTs))
+
+  private def inWindow(ts: Long): Boolean =
+    ts <= nowTs && java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
+
+  /**
+   * Moves `key`'s count by `by`; returns the key as `counts` holds it. Exact mode keeps the
+   * ranking; bounded mode notes a rise for the last answer, and a fall voids it.
+   */
+  private def move(key: ItemKey, by: Long): ItemKey = {
+    var c = counts.get(key)
+    if (c == null) {
+      if (by <= 0) return key
+      c = new OrderedTopK.Count(key, 0L, nextId)
+      nextId += 1
+      counts.put(key, c)
+      byArray.put(key.bytes, c)
+    } else if (sketch == null) ranked.remove(c)
+    c.count += by
+    if (c.count <= 0) { counts.remove(key); byArray.remove(c.key.bytes) }
+    if (sketch == null) { if (c.count > 0) ranked.add(c) }
+    else if (by < 0) answerValid = false
+    else if (answerValid) {
+      raised += c
+      // Past as many rises as items, recomputing the answer costs no more than updating it.
+      if (raised.size > math.max(64, counts.size)) { answerValid = false; raised.clear() }
+    }
+    c.key
+  }
+
+  /**
+   * The state as a live window stores it. Exact mode: whether a row was seen and now, then
+   * the window's rows oldest first, each its time (the first as its age from now, the
+   * others as steps forward) and its item (a varint length and the bytes). Bounded mode:
+   * the byte 2, then the sketch's nodes, its pending leaves and the open rows exactly as
+   * held, so a key resumed from them continues as one that never stopped
+   * ([[SketchFormat.writeOrderedTopK]]).
+   */
+  private[core] def writeTo(out: ByteWriter): Unit =
+    if (sketch != null) {
+      out.byte(OrderedTopK.BoundedTag)
+      val keys = open.keySet.toArray(new Array[ItemKey](0))
+      java.util.Arrays.sort(keys, OrderedTopK.KeyOrder)
+      SketchFormat.writeOrderedTopK(out, sketch, openTs, openRows, openError,
+        keys.map(_.bytes), keys.map(k => open.get(k).longValue))
+    } else {
+      out.byte(if (seenAny) 1 else 0)
+      out.long(nowTs)
+      out.varint(rowTimes.size)
+      val times = rowTimes.iterator
+      val items = rowItems.iterator
+      var previous = 0L
+      var first = true
+      while (times.hasNext) {
+        val t = times.next().longValue
+        out.varint(if (first) nowTs - t else t - previous)
+        val item = items.next().bytes
+        out.varint(item.length)
+        item.foreach(b => out.byte(b))
+        previous = t
+        first = false
+      }
+    }
+
+  /** Loads a bounded state ([[SketchFormat.readOrderedTopK]]'s parts, checked there). */
+  private[core] def restoreBounded(s: SlidingTopK, rows: Long, error: Long,
+      items: Array[Array[Byte]], itemCounts: Array[Long]): Unit = {
+    sketch = s
+    seenAny = s.hasTime
+    nowTs = s.now
+    openTs = s.now
+    openRows = rows
+    openError = error
+    items.indices.foreach(i => open.put(new ItemKey(items(i)), itemCounts(i)))
+    rebuildView()
   }
 }
 
 object OrderedTopK {
+  /** The first byte of a bounded live state; an exact one starts with 0 or 1. */
+  private[core] val BoundedTag: Byte = 2
+
   /**
-   * Reads [[OrderedTopK.writeTo]]: rows in time order, each inside the window ending at
-   * now, at most 2^24 of them.
+   * The most rows the exact mode holds: the largest power of two at most 8 / eps (512 at eps
+   * 0.01). A row held costs about 60 bytes beside its item, the bounded form a few KB
+   * (docs/top-k.md).
    */
-  private[core] def readFrom(window: Long, in: ByteReader): OrderedTopK = {
-    val o = new OrderedTopK(window)
+  def exactLimit(eps: Double): Int = {
+    var limit = 1
+    while (2.0 * limit <= ExactScale / eps && limit < (1 << 24)) limit <<= 1
+    limit
+  }
+
+  private val ExactScale = 8.0
+
+  /**
+   * Reads [[OrderedTopK.writeTo]]: exact rows in time order, each inside the window ending
+   * at now (more than the exact limit turn it bounded, as they would have then), or a
+   * bounded state.
+   */
+  private[core] def readFrom(window: Long, eps: Double, in: ByteReader): OrderedTopK = {
+    val o = new OrderedTopK(window, eps)
     val hasTime = in.byte() match {
       case 0 => false
       case 1 => true
+      case BoundedTag => SketchFormat.readOrderedTopK(o, in); return o
       case other => throw new CorruptSketchException(s"unknown top-k flags $other")
     }
     val now = in.long()
@@ -416,11 +805,23 @@ object OrderedTopK {
     o
   }
 
-  private val RankOrder: java.util.Comparator[(Long, ItemKey)] =
-    new java.util.Comparator[(Long, ItemKey)] {
-      def compare(x: (Long, ItemKey), y: (Long, ItemKey)): Int =
-        if (x._1 != y._1) java.lang.Long.compare(y._1, x._1) else ItemCounts.compare(x._2.bytes, y._2.bytes)
-    }
+  /** An item's count in [[OrderedTopK]]: `id` orders equal counts, in the order items came. */
+  private final class Count(val key: ItemKey, var count: Long, val id: Long)
+
+  private val ByCount: java.util.Comparator[Count] = (x, y) =>
+    if (x.count != y.count) java.lang.Long.compare(y.count, x.count) else java.lang.Long.compare(x.id, y.id)
+
+  private val Plus: java.util.function.BiFunction[java.lang.Long, java.lang.Long, java.lang.Long] =
+    (a, b) => java.lang.Long.valueOf(a.longValue + b.longValue)
+
+  private val KeyOrder: java.util.Comparator[ItemKey] =
+    (a, b) => ItemCounts.compare(a.bytes, b.bytes)
+
+  /** As [[SlidingTopK.topAt]] lists: estimate descending, then lower bound, then the item. */
+  private val AnswerOrder: java.util.Comparator[ItemCount] = (x, y) =>
+    if (x.estimate != y.estimate) java.lang.Long.compare(y.estimate, x.estimate)
+    else if (x.lower != y.lower) java.lang.Long.compare(y.lower, x.lower)
+    else ItemCounts.compare(x.item, y.item)
 }
 
 /**

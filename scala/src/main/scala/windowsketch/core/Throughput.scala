@@ -126,6 +126,114 @@ object Throughput {
   }
 
   /**
+   * Rows per second of the percentiles' window in time order, as a running frame reads it:
+   * add a uniform value at the next position, then the answer at p50 and p99. The window
+   * holds `window` positions, so past the exact limit the compact mode answers.
+   */
+  def orderedPercentileRowsPerSecond(window: Long, eps: Double, n: Int, rounds: Int): Double = {
+    val rng = new SplittableRandom(8)
+    val values = Array.fill(n)(rng.nextDouble())
+    val ps = Array(0.5, 0.99)
+    var sink = 0.0
+    val seconds = best(rounds) {
+      timed {
+        val s = new SlidingQuantiles(window, eps)
+        var i = 0
+        while (i < n) { s.add(i.toLong, values(i)); sink += s.estimates(ps)(1); i += 1 }
+      }
+    }
+    if (sink == Double.MinValue) throw new IllegalStateException()
+    n / seconds
+  }
+
+  /**
+   * Rows per second of the top values' counts in time order, as a running frame reads them:
+   * add an item of a skewed stream over `distinct` items at the next position, then the top
+   * `k`.
+   */
+  def orderedTopKRowsPerSecond(window: Long, eps: Double, k: Int, distinct: Int, n: Int,
+      rounds: Int): Double = {
+    val rng = new SplittableRandom(9)
+    val items = Array.fill(n) {
+      val u = rng.nextDouble()
+      java.nio.ByteBuffer.allocate(8).putLong((distinct * u * u * u).toLong).array()
+    }
+    var sink = 0L
+    val seconds = best(rounds) {
+      timed {
+        val s = new OrderedTopK(window, eps)
+        var i = 0
+        while (i < n) { s.add(i.toLong, items(i)); sink += s.top(k).length; i += 1 }
+      }
+    }
+    if (sink == Long.MinValue) throw new IllegalStateException()
+    n / seconds
+  }
+
+  /**
+   * Heap bytes one group's structure of `family` keeps alive after `rows` values at
+   * positions 0, 1, 2, ... in one window of `window` positions: in time order the running
+   * frames' and live keys' structure, else the mergeable sketch fed the same rows shuffled
+   * (GROUP BY, sketch columns). The collector's used heap with `copies` held, less without,
+   * per copy. Values: uniform doubles, random hashes, counts and sums of 1 to 100, items
+   * of a skewed stream over 10^4 values.
+   */
+  def heldHeapBytes(family: String, rows: Int, window: Long, eps: Double, ordered: Boolean,
+      copies: Int): Long = {
+    def usedAfterCollection(): Long = {
+      val runtime = Runtime.getRuntime
+      System.gc()
+      System.gc()
+      runtime.totalMemory() - runtime.freeMemory()
+    }
+    val ts = if (ordered) Array.tabulate(rows)(_.toLong) else shuffled(rows, 10)
+    val rng = new SplittableRandom(11)
+    val items = Array.fill(math.min(rows, 10000)) {
+      val u = rng.nextDouble()
+      java.nio.ByteBuffer.allocate(8).putLong((10000 * u * u * u).toLong).array()
+    }
+    def build(): AnyRef = {
+      var i = 0
+      family match {
+        case "count" =>
+          if (ordered) { val h = new ExponentialHistogram(window, eps); while (i < rows) { h.update(ts(i), isEvent = true); i += 1 }; h }
+          else { val d = new DyadicWindowSketch(window, eps); while (i < rows) { d.update(ts(i), isEvent = true); i += 1 }; d.compress(); d }
+        case "sum" =>
+          val s = if (ordered) new OrderedSumHistogram(window, eps) else new DyadicWindowSketch(window, eps)
+          while (i < rows) { s.add(ts(i), 1L + rng.nextInt(100)); i += 1 }
+          s
+        case "distinct" =>
+          val s = new SlidingHyperLogLog(window, eps)
+          while (i < rows) { s.add(ts(i), rng.nextLong()); i += 1 }
+          s.registerSums
+          s
+        case "percentile" =>
+          // In time order, a running frame's: its own exact limit and its answering view.
+          val s = if (ordered) new SlidingQuantiles(window, eps, CompactQuantiles.orderedExactLimit(eps))
+            else new SlidingQuantiles(window, eps)
+          while (i < rows) { s.add(ts(i), rng.nextDouble()); i += 1 }
+          s.estimates(Array(0.5))
+          s
+        case "moments" =>
+          val s = if (ordered) new OrderedMoments(window, eps) else new SlidingMoments(window, eps)
+          while (i < rows) { s.add(ts(i), rng.nextDouble()); i += 1 }
+          s
+        case "top_k" =>
+          val s = if (ordered) new OrderedTopK(window, eps) else new SlidingTopK(window, eps)
+          while (i < rows) { s.add(ts(i), items(i % items.length)); i += 1 }
+          s.top(5)
+          s
+      }
+    }
+    val before = usedAfterCollection()
+    val held = Array.fill(copies)(build())
+    val after = usedAfterCollection()
+    // Read after the measurement, so the structures are alive through it (Java 8 has no fence).
+    val built = held.count(_ != null)
+    math.max(0L, after - before) / math.max(1, built)
+  }
+
+  /**
    * Heap bytes one distinct-count sketch keeps alive after `rows` random values at
    * positions 0, spacing, 2·spacing, … in time order (a GROUP BY key's rows in one task):
    * the collector's used heap with `copies` such sketches held, less without, per sketch.

@@ -75,9 +75,11 @@ object LiveColumn {
 
   /**
    * The `k` most frequent values of `x` (BOOLEAN, numeric, STRING, DATE or TIMESTAMP), with
-   * their exact counts: ARRAY<STRUCT<item, count>>, ordered by count, ties by item.
+   * certified bounds: ARRAY<STRUCT<item, count, lower, upper>>, ordered by count, ties by the
+   * larger lower bound, then by item; exact (count = lower = upper) while a key's window
+   * holds at most 2^floor(log2(8 / eps)) rows, then upper - lower <= eps * n.
    */
-  def topK(x: Column, k: Int): LiveColumn = LiveColumn("top_k", x, "top_k", 0.01, k = k)
+  def topK(x: Column, k: Int, eps: Double = 0.01): LiveColumn = LiveColumn("top_k", x, "top_k", eps, k = k)
 }
 
 /**
@@ -224,7 +226,7 @@ object SlidingWindow {
   }
 
   private object TopKFamily extends Family {
-    def aggregate(c: LiveColumn): LiveAggregate = LiveTopKAggregate(c.k)
+    def aggregate(c: LiveColumn): LiveAggregate = LiveTopKAggregate(c.k, c.eps)
     def input(c: LiveColumn, dataType: DataType): Column = {
       if (!ItemCodec.supported(dataType)) {
         refuse(c, s"must be BOOLEAN, numeric, STRING, DATE or TIMESTAMP, got ${dataType.sql}")
@@ -237,15 +239,15 @@ object SlidingWindow {
       val toCatalyst = CatalystTypeConverters.createToCatalystConverter(dataType)
       (r, i) => ItemCodec.encode(toCatalyst(r.get(i)), dataType)
     }
-    def outputType(c: LiveColumn, dataType: DataType): DataType = ArrayType(StructType(Seq(
-      StructField("item", dataType, nullable = false),
-      StructField("count", LongType, nullable = false))), containsNull = false)
+    def outputType(c: LiveColumn, dataType: DataType): DataType = ArrayType(StructType(
+      StructField("item", dataType, nullable = false) +:
+        Seq("count", "lower", "upper").map(StructField(_, LongType, nullable = false))), containsNull = false)
     def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
       val itemType = dataType
       val toScala = CatalystTypeConverters.createToScalaConverter(itemType)
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LiveTopKSlide, _) =>
-          s.answer.toSeq.map(a => Row(toScala(ItemCodec.decode(a.item, itemType)), a.estimate))
+          s.answer.toSeq.map(a => Row(toScala(ItemCodec.decode(a.item, itemType)), a.estimate, a.lower, a.upper))
       }
       read
     }

@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
 import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
 
-import windowsketch.core.{SketchFormat, SlidingQuantiles}
+import windowsketch.core.{CompactQuantiles, SketchFormat, SlidingQuantiles}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(
@@ -21,13 +21,13 @@ import windowsketch.core.{SketchFormat, SlidingQuantiles}
       `percentage` of the window's values are less than or equal to it. When `percentage`
       is an array, returns the array of those percentiles. The answer is a value of the
       window whose rank is within `eps` * n of `percentage` * n (n the window's non-NULL
-      values). Exact mode, rank error 0: every frame, and GROUP BY while a partial
-      aggregate's window holds at most the exact limit (the smallest power of two at least
-      16 / eps^2: 262,144 values at eps 0.01). Past it, or past 16,777,216 values held, the
-      compact mode keeps a summary (about 1.1 MB at 10^9 values, eps 0.01) and meets the
-      bound with probability at least 1 - 2 * 10^-4 per answer (docs/percentiles.md).
-      Over a running window frame ordered by `ts` a row costs amortized
-      O(log n + n / 32768) in exact mode.
+      values). Exact (rank error 0) while the window holds at most the exact limit, the
+      largest power of two at most 64 / eps (4,096 values at eps 0.01; in a running frame
+      ordered by `ts`, 320 / eps, at most 65,536: 16,384 at eps 0.01); past it, in every
+      frame and in GROUP BY, a compact summary set by eps (about 440 KB at 10^6 values,
+      1.1 MB at 10^9, eps 0.01) meets the bound with probability at least 1 - 2 * 10^-4 per
+      answer (docs/percentiles.md). Over a running window frame ordered by `ts` a row costs
+      amortized O(log n) in exact mode and a few binary searches past it.
   """,
   arguments = """
     Arguments:
@@ -65,12 +65,17 @@ case class ApproxWindowPercentile(
     window: Expression,
     percentage: Expression,
     eps: Expression,
+    orderedInput: Boolean = false,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends PercentileAggregate with PercentagesArgument {
+  extends PercentileAggregate with PercentagesArgument with OrderedInputAggregate {
 
   def this(x: Expression, ts: Expression, window: Expression, percentage: Expression,
-      eps: Expression) = this(x, ts, window, percentage, eps, 0, 0)
+      eps: Expression) = this(x, ts, window, percentage, eps, false, 0, 0)
+
+  override def withOrderedInput: ApproxWindowPercentile = copy(orderedInput = true)
+
+  override protected def heldInMemoryOnly: Boolean = orderedInput
 
   def this(x: Expression, ts: Expression, window: Expression, percentage: Expression) =
     this(x, ts, window, percentage, Literal(WindowArguments.DefaultEps))
@@ -81,9 +86,9 @@ case class ApproxWindowPercentile(
     Seq(super.checkInputDataTypes(), checkPercentages).find(_.isFailure).getOrElse(TypeCheckSuccess)
 
   override def eval(buffer: SlidingQuantiles): Any = {
-    val a = buffer.answers(percentages)
-    if (a == null || a.estimates.isEmpty) null
-    else answer(a.estimates.map(v => ApproxWindowPercentile.fromDouble(v, valueType)))
+    val estimates = buffer.estimates(percentages)
+    if (estimates == null) null
+    else answer(estimates.map(v => ApproxWindowPercentile.fromDouble(v, valueType)))
   }
 
   override def nullable: Boolean = true
@@ -138,12 +143,17 @@ case class ApproxWindowPercentileBounds(
     window: Expression,
     percentage: Expression,
     eps: Expression,
+    orderedInput: Boolean = false,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends PercentileAggregate with PercentagesArgument {
+  extends PercentileAggregate with PercentagesArgument with OrderedInputAggregate {
 
   def this(x: Expression, ts: Expression, window: Expression, percentage: Expression,
-      eps: Expression) = this(x, ts, window, percentage, eps, 0, 0)
+      eps: Expression) = this(x, ts, window, percentage, eps, false, 0, 0)
+
+  override def withOrderedInput: ApproxWindowPercentileBounds = copy(orderedInput = true)
+
+  override protected def heldInMemoryOnly: Boolean = orderedInput
 
   def this(x: Expression, ts: Expression, window: Expression, percentage: Expression) =
     this(x, ts, window, percentage, Literal(WindowArguments.DefaultEps))
@@ -218,8 +228,16 @@ abstract class PercentileAggregate extends TypedImperativeAggregate[SlidingQuant
       WindowArguments.epsValue(eps).left.getOrElse(TypeCheckSuccess)
     ).find(_.isFailure).getOrElse(TypeCheckSuccess)
 
+  /**
+   * True in a running frame ordered by `ts` ([[OrderedWindowFrames]]): the window is held
+   * only in memory, never written, and stays exact while its heap is below the compact
+   * mode's ([[CompactQuantiles.orderedExactLimit]]).
+   */
+  protected def heldInMemoryOnly: Boolean = false
+
   override def createAggregationBuffer(): SlidingQuantiles = {
-    val sketch = new SlidingQuantiles(windowLength, epsilon)
+    val sketch = new SlidingQuantiles(windowLength, epsilon,
+      if (heldInMemoryOnly) CompactQuantiles.orderedExactLimit(epsilon) else CompactQuantiles.exactLimit(epsilon))
     sketch.microsecondTime = WindowArguments.isTemporal(tsType)
     sketch
   }

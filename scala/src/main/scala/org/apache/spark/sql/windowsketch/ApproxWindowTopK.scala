@@ -16,7 +16,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import windowsketch.core.{CorruptSketchException, ItemCount, OrderedTopK, OutOfOrderEventException,
-  SketchFormat, SlidingTopK, TopKWindow, WindowTooLargeException}
+  SketchFormat, SlidingTopK, TopKWindow}
 
 /**
  * Items as the top-k sketches hold them: a value of a supported type as canonical bytes
@@ -119,7 +119,7 @@ abstract class TopKAggregate extends TypedImperativeAggregate[TopKWindow] with O
 
   override def createAggregationBuffer(): TopKWindow = {
     val sketch: TopKWindow =
-      if (orderedInput) new OrderedTopK(windowLength)
+      if (orderedInput) new OrderedTopK(windowLength, epsilon)
       else {
         val s = new SlidingTopK(windowLength, epsilon)
         s.itemType = itemType.catalogString
@@ -140,8 +140,6 @@ abstract class TopKAggregate extends TypedImperativeAggregate[TopKWindow] with O
         case e: OutOfOrderEventException => throw new IllegalStateException(
           s"$prettyName: a row at ts=${e.ts} arrived after a row at ts=${e.newest} in a " +
             "window frame ordered by ts; please report this with the query", e)
-        case e: WindowTooLargeException =>
-          throw new IllegalStateException(s"$prettyName: ${e.getMessage}", e)
       }
     }
     buffer
@@ -210,8 +208,9 @@ object TopKAggregate extends QueryErrorsBase {
       for every item listed and upper - lower <= eps * n (n the window's non-NULL rows).
       Every item that occurs more than eps * n times is a candidate, and is listed unless k
       items with larger counts are. Over a running window frame ordered by `ts` the counts
-      are exact (every row of the window is held) and a row costs O(log d) for d distinct
-      items.
+      are exact (lower = count = upper) until the window first holds more than the largest
+      power of two at most 8 / eps rows (512 at eps 0.01), then bounded as above in memory
+      set by eps.
   """,
   arguments = """
     Arguments:
@@ -237,8 +236,7 @@ object TopKAggregate extends QueryErrorsBase {
   """,
   note = """
     The item field has the type of `x`; an empty window gives an empty array. Ties rank by
-    the larger lower bound, then by the item. A running frame's window may hold at most
-    16,777,216 rows.
+    the larger lower bound, then by the item.
   """,
   group = "agg_funcs",
   since = "0.1.0")

@@ -32,10 +32,10 @@ import windowsketch.core.{SketchFormat, SlidingQuantiles}
   """,
   note = """
     The sketch records its window, eps and time unit; only sketches that agree on all three
-    merge. A window of at most the exact limit (the smallest power of two at least
-    16 / eps^2: 262,144 values at eps 0.01) is written exactly, every value with its time
-    (about 10 bytes a value), and answers exactly; a larger one is written in the compact
-    form (format kind 8, about 1.1 MB at 10^9 values at eps 0.01), whose answers are within
+    merge. A window of at most the exact limit (the largest power of two at most 64 / eps:
+    4,096 values at eps 0.01) is held and written exactly, every value with its time (about
+    10 bytes a value), and answers exactly; a larger one in the compact form (format kind 8,
+    about 440 KB at 10^6 values and 1.1 MB at 10^9 at eps 0.01), whose answers are within
     eps * n in rank with probability at least 1 - 2 * 10^-4 (docs/percentiles.md). The
     format is in docs/format.md.
   """,
