@@ -59,6 +59,9 @@ class Sizes:
     top_k_sliding_rows: int
     top_k_state_rows: int
     percentile_state_rows: list
+    memory_rows: list       # rows in one window, for each family's heap per group
+    bounded_frame_rows: int  # rows of the running frames past the exact limits
+    big_window_rows: int     # rows in two keys' one window, in a 1 GB driver
 
 
 QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
@@ -72,7 +75,8 @@ QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
               moments_rows=200_000, moments_window=10_000, moments_sliding_window=1_000,
               moments_sliding_rows=2_000, moments_keys=[10**3],
               top_k_rows=100_000, top_k_window=1_000, top_k_sliding_rows=1_000,
-              top_k_state_rows=100_000, percentile_state_rows=[10**5, 10**6])
+              top_k_state_rows=100_000, percentile_state_rows=[10**5, 10**6],
+              memory_rows=[10**3, 10**4], bounded_frame_rows=100_000, big_window_rows=200_000)
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
@@ -85,7 +89,9 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              moments_rows=10_000_000, moments_window=100_000, moments_sliding_window=10_000,
              moments_sliding_rows=500, moments_keys=[10**4, 10**6],
              top_k_rows=1_000_000, top_k_window=10_000, top_k_sliding_rows=500,
-             top_k_state_rows=2_000_000, percentile_state_rows=[10**6, 10**8, 10**9])
+             top_k_state_rows=2_000_000, percentile_state_rows=[10**6, 10**8, 10**9],
+             memory_rows=[10**3, 10**4, 10**5, 10**6, 10**7], bounded_frame_rows=2_000_000,
+             big_window_rows=30_000_000)
 
 
 @dataclass
@@ -629,6 +635,157 @@ def percentile_state(spark, sizes, report):
                  "compactions stay within with probability 1 - 10^-4 at a fixed value; the "
                  "straddling rows add at most eps n / 3 (docs/percentiles.md). The goal for "
                  "10^9 values was 64 KB.")
+
+
+MEMORY_FAMILIES = ["count", "sum", "distinct", "moments", "percentile", "top_k"]
+
+
+def memory_per_group(spark, sizes, report):
+    """Heap one group's structure holds against the rows of its window, every family, in
+    time order (running frames, live keys) and in any order (GROUP BY buffers, sketch
+    columns), next to the window's rows themselves (16 bytes a row: a time and a value)."""
+    from windowsketch import _scala_object
+
+    throughput = _scala_object(spark, "windowsketch.core.Throughput")
+    measured_heap = {}
+    lines = []
+    for family in MEMORY_FAMILIES:
+        for ordered in (True, False):
+            row = [family, "in time order" if ordered else "any order"]
+            for rows in sizes.memory_rows:
+                if not ordered and rows > 10**6:
+                    row.append("—")  # shuffled feeds past 10^6 cost minutes, not information
+                    continue
+                eps = 0.05 if family == "distinct" else 0.01
+                held = throughput.heldHeapBytes(family, rows, 10**12, eps, ordered,
+                                                1 if rows >= 10**6 else 8)
+                measured_heap[(family, ordered, rows)] = held
+                report.add("memory per group", f"{family} {'in order' if ordered else 'any order'}",
+                           f"heap at {rows} rows", held, "bytes")
+                row.append(f"{held / 1024:,.0f}")
+            lines.append(row)
+    lines.append(["the window's rows (time and value)", ""] + [f"{16 * r / 1024:,.0f}" for r in sizes.memory_rows])
+    report.table(
+        "Memory per group against the rows in its window (KB of heap)",
+        ["family", "order"] + [f"{r:,} rows" for r in sizes.memory_rows], lines,
+        "One window holding every row (window 10^12 positions), eps 0.01 (distinct counts: "
+        "rsd 0.05), uniform values, items of a skewed stream over 10^4 values (8 bytes each). "
+        "Each figure is the collector's used heap with copies of the structure held, less "
+        "without, per copy (Throughput.heldHeapBytes). Percentiles and top values are exact "
+        "up to 4,096 and 512 rows, then bounded; the other families hold their sketches "
+        "from the first row.")
+    return measured_heap
+
+
+def bounded_frames(spark, sizes, report):
+    """Running frames whose window holds more than the exact limits (every row: window
+    10^10), so percentiles run on the compact mode and top values on the bounded counts,
+    per row against Spark's running count over the same rows."""
+    n = sizes.bounded_frame_rows
+    path = "CONCAT('/p', CAST(floor(pow(((id * 2654435761) % 100003) / 100003.0, 4) * 1000) AS INT))"
+    spark.range(n).selectExpr("id % 4 AS k", "id DIV 4 AS ts",
+                              "CAST((id * 2654435761) % 100000 AS DOUBLE) / 100 AS ms",
+                              f"{path} AS url").createOrReplaceTempView("bounded_rows")
+    over = "OVER (PARTITION BY k ORDER BY ts)"
+    queries = {
+        "approx_window_percentile p99, compact mode": f"approx_window_percentile(ms, ts, 10000000000, 0.99) {over}",
+        "approx_window_top_k top 5, bounded counts": f"approx_window_top_k(url, ts, 10000000000, 5) {over}",
+        "running count, the floor": "count(ms) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING)",
+    }
+    ns = {name: measured(spark, spark.sql(f"SELECT {q} AS a FROM bounded_rows")).seconds / n * 1e9
+          for name, q in queries.items()}
+    floor = ns["running count, the floor"]
+    for name, value in ns.items():
+        report.add("bounded frames", name, "ns/row", value, "ns/row", f"{n} rows, 4 keys, one window each")
+    report.table(
+        f"Running frames past the exact limits: {n:,} rows in 4 keys' windows, cost per row",
+        ["query", "ns/row", "÷ running count"],
+        [(name, f"{value:,.0f}", f"{value / floor:.2f}") for name, value in ns.items()],
+        "Each key's window holds all its rows (window 10^10 positions), past the exact limits "
+        "(16,384 values, 512 rows at eps 0.01): the percentiles' compact mode answers from its "
+        "view (a Fenwick tree over the summary's values), the top values from the bounded "
+        "counts. About 1,000 paths, Zipf-like; values uniform on [0, 1000).")
+
+
+BIG_WINDOW_QUERIES = {
+    "count": "approx_window_count(v, ts, 1000000000)",
+    "sum": "approx_window_sum(b, ts, 1000000000)",
+    "distinct": "approx_window_count_distinct(u, ts, 1000000000)",
+    "moments": "approx_window_stddev(x, ts, 1000000000)",
+    "percentile": "approx_window_percentile(x, ts, 1000000000, 0.99)",
+    "top_k": "approx_window_top_k(u, ts, 1000000000, 5)",
+}
+
+
+def big_window_child(rows: int) -> None:
+    """Runs in its own process with the default 1 GB driver: every family's running frame
+    and GROUP BY over `rows` rows in two keys, one window covering every row; prints one
+    JSON line of seconds and the heap's peak after each."""
+    import json
+
+    from pyspark.sql import SparkSession
+
+    import windowsketch
+
+    builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2"))
+    spark = windowsketch.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    jvm = spark.sparkContext._jvm
+    pools = [p for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+             if str(p.getType()) == "Heap memory"]
+    spark.range(rows).selectExpr(
+        "id % 2 AS k", "id AS ts", "(id * 2654435761) % 100 < 30 AS v", "id % 100 AS b",
+        "(id * 2654435761) % 1000003 AS u", "CAST((id * 2654435761) % 100000 AS DOUBLE) / 100 AS x") \
+        .createOrReplaceTempView("big")
+    out = {"max heap MB": jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**20}
+    for name, expression in BIG_WINDOW_QUERIES.items():
+        for mode, sql in (("running", f"SELECT max(hash(r)) FROM (SELECT {expression} OVER (PARTITION BY k ORDER BY ts) AS r FROM big)"),
+                          ("group by", f"SELECT k, {expression} FROM big GROUP BY k")):
+            for p in pools:
+                p.resetPeakUsage()
+            started = time.time()
+            try:
+                spark.sql(sql).collect()
+                seconds = time.time() - started
+            except Exception as e:  # noqa: BLE001 - an out-of-memory is the finding
+                seconds = f"failed: {str(e).splitlines()[0][:80]}"
+            out[f"{name} {mode}"] = [seconds, sum(p.getPeakUsage().getUsed() for p in pools) / 2**20]
+    print(json.dumps(out))
+    spark.stop()
+
+
+def big_window(sizes, report):
+    """Every family over one window of millions of rows in the default 1 GB driver."""
+    import json
+    import subprocess
+    import sys
+
+    rows = sizes.big_window_rows
+    result = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--big-window-child", str(rows)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        report.table(f"{rows:,} rows in one window, default 1 GB driver", ["outcome"],
+                     [(f"the driver failed: {result.stderr.strip().splitlines()[-1][:120]}",)])
+        return
+    measured_runs = json.loads(result.stdout.strip().splitlines()[-1])
+    heap = measured_runs.pop("max heap MB")
+    lines = []
+    for name, (seconds, peak) in measured_runs.items():
+        shown = f"{seconds:.1f}" if isinstance(seconds, float) else seconds
+        report.add("big window", name, "seconds", seconds if isinstance(seconds, float) else float("nan"), "s",
+                   f"{rows} rows, 2 keys")
+        report.add("big window", name, "peak heap", peak, "MB")
+        lines.append((name, shown, f"{peak:,.0f}"))
+    report.table(
+        f"{rows:,} rows in two keys' one window, the default driver ({heap:,.0f} MB of heap)",
+        ["aggregate", "seconds", "peak heap MB (all pools, the whole driver)"], lines,
+        "A running frame (PARTITION BY k ORDER BY ts) and a GROUP BY k per family, the window "
+        "(10^9 positions) covering every row, in a fresh local[2] driver with Spark's default "
+        "1 GB; the peak is the heap pools' peak used bytes during the query (the driver's, "
+        "Spark's own buffers included).")
 
 
 def distinct_group_by(spark, sizes, report):
@@ -1197,6 +1354,25 @@ def live_counts(spark, sizes, report, workdir):
          if sizes.live_warm_up else " of a first run (--quick: no warm-up run, so the first query pays the JIT's)."))
 
 
+def memory_plot(out, heap, rows):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for family in MEMORY_FAMILIES:
+        xs = [r for r in rows if (family, True, r) in heap]
+        ax.plot(xs, [heap[(family, True, r)] / 1024 for r in xs], marker="o", label=family)
+    ax.plot(rows, [16 * r / 1024 for r in rows], linestyle=":", color="grey",
+            label="the window's rows (16 bytes each)")
+    ax.set(xscale="log", yscale="log", xlabel="rows in the window", ylabel="KB of heap",
+           title="Memory per group in time order (eps 0.01)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "memory_per_group.png"), dpi=110)
+
+
 def plots(out, window_plot, state_plot):
     import matplotlib
 
@@ -1230,9 +1406,10 @@ def plots(out, window_plot, state_plot):
 #: The report's sections in order: each a function of (spark, sizes, report[, workdir]),
 #: but scaling, which starts its own Spark processes.
 SECTIONS = ["core_throughput", "running_windows", "running_sums", "distinct_windows", "distinct_group_by",
-            "percentiles", "percentile_state", "moments", "top_k",
-            "distinct_state", "group_by", "state_size", "accuracy", "streaming_state",
-            "live_counts", "sketch_columns", "stored_sketches", "scaling"]
+            "percentiles", "percentile_state", "moments", "top_k", "memory_per_group",
+            "bounded_frames", "distinct_state", "group_by", "state_size", "accuracy",
+            "streaming_state", "live_counts", "sketch_columns", "stored_sketches", "scaling",
+            "big_window"]
 NEEDS_WORKDIR = {"streaming_state", "live_counts", "sketch_columns", "stored_sketches"}
 
 
@@ -1243,10 +1420,13 @@ def main(argv=None):
     parser.add_argument("--only", metavar="SECTIONS",
                         help=f"run only these sections, comma-separated: {', '.join(SECTIONS)}")
     parser.add_argument("--scaling-child", help=argparse.SUPPRESS)
+    parser.add_argument("--big-window-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.scaling_child:
         return scaling_child(args.scaling_child, args.rows)
+    if args.big_window_child:
+        return big_window_child(args.big_window_child)
     sizes = QUICK if args.quick else FULL
     only = [name.strip() for name in (args.only or "").split(",") if name.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -1261,8 +1441,8 @@ def main(argv=None):
     try:
         with tempfile.TemporaryDirectory() as workdir:
             for name in chosen:
-                if name == "scaling":
-                    continue  # its own processes, after this session stops
+                if name in ("scaling", "big_window"):
+                    continue  # their own processes, after this session stops
                 function = globals()[name]
                 arguments = (spark, sizes, report) + ((workdir,) if name in NEEDS_WORKDIR else ())
                 made[name] = function(*arguments)
@@ -1270,8 +1450,12 @@ def main(argv=None):
         spark.stop()
     if "scaling" in chosen:
         scaling(sizes, report)
+    if "big_window" in chosen:
+        big_window(sizes, report)
     if "running_windows" in made and "state_size" in made:
         plots(args.out, made["running_windows"], made["state_size"])
+    if made.get("memory_per_group"):
+        memory_plot(args.out, made["memory_per_group"], sizes.memory_rows)
     command = "python benchmarks/run.py" + (" --quick" if args.quick else "") + \
         (f" --only {','.join(only)}" if only else "")
     header = [f"# windowsketch benchmarks ({'quick' if args.quick else 'full'} run)", "",
