@@ -598,7 +598,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
       i += 1
     }
     if (kept < straddlers.size) {
-      straddlers.dropRightInPlace(straddlers.size - kept)
+      straddlers.remove(kept, straddlers.size - kept)
       answerValid = false
     }
   }
