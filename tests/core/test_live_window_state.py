@@ -228,6 +228,19 @@ def test_alerts_on_counts_and_sums_are_true_of_the_exact_window(sketches):
         check_crossings_against_exact(fired, exact_rows, above, below, 0.05)
 
 
+def test_an_input_before_one_already_folded_is_dropped_as_late(sketches):
+    """Inputs at or before the watermark (up_to) fold into the slides before their tick;
+    one that arrives after them with an earlier time can no longer be placed, so it is
+    late even though no tick has passed it: the state is the one without it."""
+    def state(prior, rows):
+        out = sketches.replay.liveWindowState(100, 10, "count:0.05", prior, packed(rows), 15)
+        return bytes(out[0])
+
+    folded = state(b"", [(t, 0, 1) for t in range(1, 16)])  # tick 10 emitted, 11..15 fold
+    assert state(folded, [(12, 0, 1)]) == state(folded, [])
+    assert state(folded, [(15, 0, 1)]) != state(folded, [])  # at the last folded time: kept
+
+
 @pytest.mark.parametrize("aggregate, most", [("percentile:0.01:0.5:0.99", 500_000),
                                              ("top_k:5:0.01", 400_000)])
 def test_a_busy_keys_state_is_set_by_eps_not_by_its_rows(sketches, aggregate, most):
