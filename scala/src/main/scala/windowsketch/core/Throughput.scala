@@ -170,6 +170,14 @@ object Throughput {
     n / seconds
   }
 
+  /** The heap in use after two collections: what held structures keep alive. */
+  private def usedAfterCollection(): Long = {
+    val runtime = Runtime.getRuntime
+    System.gc()
+    System.gc()
+    runtime.totalMemory() - runtime.freeMemory()
+  }
+
   /**
    * Heap bytes one group's structure of `family` keeps alive after `rows` values at
    * positions 0, 1, 2, ... in one window of `window` positions: in time order the running
@@ -180,12 +188,6 @@ object Throughput {
    */
   def heldHeapBytes(family: String, rows: Int, window: Long, eps: Double, ordered: Boolean,
       copies: Int): Long = {
-    def usedAfterCollection(): Long = {
-      val runtime = Runtime.getRuntime
-      System.gc()
-      System.gc()
-      runtime.totalMemory() - runtime.freeMemory()
-    }
     val ts = if (ordered) Array.tabulate(rows)(_.toLong) else shuffled(rows, 10)
     val rng = new SplittableRandom(11)
     val items = Array.fill(math.min(rows, 10000)) {
@@ -241,12 +243,6 @@ object Throughput {
    */
   def distinctSketchHeapBytes(rows: Int, spacing: Long, window: Long, rsd: Double,
       copies: Int): Long = {
-    def usedAfterCollection(): Long = {
-      val runtime = Runtime.getRuntime
-      System.gc()
-      System.gc()
-      runtime.totalMemory() - runtime.freeMemory()
-    }
     val rng = new SplittableRandom(7)
     val before = usedAfterCollection()
     val held = Array.fill(copies) {
