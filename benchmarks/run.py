@@ -15,6 +15,7 @@ import gzip
 import math
 import os
 import platform
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Sizes:
     synthetic_rows: int
     stream_keys: int
     stream_events: int
+    stream_files: int  # micro-batches of the Structured Streaming state section
     churn_keys: int
     churn_events: int
     churn_batches: int
@@ -64,24 +66,24 @@ class Sizes:
     big_window_rows: int     # rows in two keys' one window, in a 1 GB driver
 
 
-QUICK = Sizes(core_rows=2_000_000, window_rows=200_000, windows=[10**3, 10**5],
-              sliding_budget=2 * 10**8, group_rows=200_000, group_keys=10_000,
+QUICK = Sizes(core_rows=2_000_000, window_rows=100_000, windows=[10**3, 10**5],
+              sliding_budget=5 * 10**7, group_rows=100_000, group_keys=10_000,
               state_events=100_000, state_windows=[10**3, 10**6, 10**9],
-              synthetic_rows=50_000, stream_keys=100, stream_events=50_000,
-              churn_keys=5_000, churn_events=100_000, churn_batches=4, live_warm_up=False,
+              synthetic_rows=50_000, stream_keys=100, stream_events=20_000, stream_files=4,
+              churn_keys=5_000, churn_events=40_000, churn_batches=2, live_warm_up=False,
               stored_sketches=5_000,
-              column_sketches=20_000, sum_rows=100_000, percentile_rows=100_000,
-              percentile_window=1_000, percentile_sliding_rows=2_000, percentile_keys=[10**3],
-              moments_rows=200_000, moments_window=10_000, moments_sliding_window=1_000,
-              moments_sliding_rows=2_000, moments_keys=[10**3],
-              top_k_rows=100_000, top_k_window=1_000, top_k_sliding_rows=1_000,
-              top_k_state_rows=100_000, percentile_state_rows=[10**5, 10**6],
-              memory_rows=[10**3, 10**4], bounded_frame_rows=100_000, big_window_rows=200_000)
+              column_sketches=20_000, sum_rows=100_000, percentile_rows=50_000,
+              percentile_window=1_000, percentile_sliding_rows=1_000, percentile_keys=[10**3],
+              moments_rows=100_000, moments_window=10_000, moments_sliding_window=1_000,
+              moments_sliding_rows=1_000, moments_keys=[10**3],
+              top_k_rows=50_000, top_k_window=1_000, top_k_sliding_rows=500,
+              top_k_state_rows=50_000, percentile_state_rows=[10**5, 10**6],
+              memory_rows=[10**3, 10**4], bounded_frame_rows=100_000, big_window_rows=100_000)
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
              state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
-             synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000,
+             synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000, stream_files=10,
              churn_keys=200_000, churn_events=2_000_000, churn_batches=12, live_warm_up=True,
              stored_sketches=100_000,
              column_sketches=1_000_000, sum_rows=3_000_000, percentile_rows=1_000_000,
@@ -1071,10 +1073,11 @@ def streaming_state(spark, sizes, report, workdir):
     source = os.path.join(workdir, "stream-in")
     os.makedirs(source, exist_ok=True)
     start = datetime.datetime(2024, 1, 1)
-    files = 10
+    files = sizes.stream_files
     per_file = sizes.stream_events // files
+    span = 7200 // files
     for f in range(files):  # two hours of events, in time order across files
-        seconds = np.sort(rng.integers(f * 720, (f + 1) * 720, per_file))
+        seconds = np.sort(rng.integers(f * span, (f + 1) * span, per_file))
         keys = rng.integers(0, sizes.stream_keys, per_file)
         with open(os.path.join(source, f"part-{f:03d}.json"), "w") as out:
             for s, k in zip(seconds.tolist(), keys.tolist()):
@@ -1106,7 +1109,7 @@ def streaming_state(spark, sizes, report, workdir):
         report.add("streaming", name, "micro-batch ms", batch_ms, "ms")
     report.table(
         f"Structured Streaming state: {sizes.stream_keys:,} keys, {sizes.stream_events:,} "
-        "events over two hours, 10 micro-batches",
+        f"events over two hours, {files} micro-batches",
         ["query", "state rows", "state bytes", "bytes per key", "mean micro-batch ms"], lines,
         "State after the last micro-batch, as the state store reports it "
         "(memoryUsedBytes). The exact query needs a watermark to drop old windows at all.")
@@ -1448,7 +1451,9 @@ def main(argv=None):
                     continue  # their own processes, after this session stops
                 function = globals()[name]
                 arguments = (spark, sizes, report) + ((workdir,) if name in NEEDS_WORKDIR else ())
+                section_started = time.time()
                 made[name] = function(*arguments)
+                print(f"{name}: {time.time() - section_started:.0f} s", file=sys.stderr)
     finally:
         spark.stop()
     if "scaling" in chosen:

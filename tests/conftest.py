@@ -162,6 +162,26 @@ class Sketches:
         packed = self.replay.subWindows(sketch, end, _longs(lengths))
         return np.frombuffer(bytes(packed), dtype=">i8").astype(np.int64).reshape(-1, 3)
 
+    def verdicts(self, family: str, blobs) -> list[str]:
+        """Per blob, "read" or the message refusing it, read by `family`'s JVM reader, in
+        one call (Replay.verdicts)."""
+        blobs = [bytes(blob) for blob in blobs]
+        packed = self.replay.verdicts(family, b"".join(blobs), _longs([len(b) for b in blobs]))
+        return str(packed).split("\n")[:-1]
+
+    def refused_and_read(self, family: str, blobs) -> tuple[int, list]:
+        """How many of `blobs` `family`'s reader refuses (each as invalid sketch bytes), and
+        the sketches it reads from the others."""
+        verdicts = self.verdicts(family, blobs)
+        assert len(verdicts) == len(blobs)
+        refusals = [verdict for verdict in verdicts if verdict != "read"]
+        assert all(v.startswith("invalid sketch bytes: ") for v in refusals), refusals[:3]
+        read = {"count": self.format.deserialize, "distinct": self.format.deserializeDistinct,
+                "percentile": self.format.deserializeQuantiles,
+                "moments": self.format.deserializeMoments, "top_k": self.format.deserializeTopK}
+        return len(refusals), [read[family](blob) for blob, verdict in zip(blobs, verdicts)
+                               if verdict == "read"]
+
     def new(self, window: int, eps: float):
         return self.replay.histogram(window, float(eps))
 

@@ -101,6 +101,17 @@ class Layout:
         return sign(bytes(body) + self.trailing)
 
 
+def one_bit_flips(rng, body: bytes) -> list[bytes]:
+    """Signed copies of `body`, each with one random bit of one byte flipped, for every byte
+    after the first two (the magic and version)."""
+    damaged = []
+    for at in range(2, len(body)):
+        bad = bytearray(body)
+        bad[at] ^= 1 << int(rng.integers(0, 8))
+        damaged.append(sign(bytes(bad)))
+    return damaged
+
+
 def damaged_variants(rng, data: bytes, each: int = 100):
     """Bodies (sign them) of damaged copies of a real sketch: `2 * each` bit flips and as
     many overwritten bytes, every truncation (when `each` >= 100), `each` inflated varints,

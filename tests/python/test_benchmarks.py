@@ -30,7 +30,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling",
                     "Memory per group against the rows in its window (KB of heap)",
                     "Running frames past the exact limits",
-                    "200,000 rows in two keys' one window, the default driver"):
+                    "100,000 rows in two keys' one window, the default driver"):
         assert f"## {section}" in report
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))

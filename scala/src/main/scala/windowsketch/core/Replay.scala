@@ -121,6 +121,34 @@ object Replay {
     out.array()
   }
 
+  /**
+   * Reads each of `blobs` (concatenated, their lengths as big-endian longs) with the reader
+   * of `family` ("count", "distinct", "percentile", "moments" or "top_k"): per blob, "read"
+   * or the refusal's message, one per line. The format tests' thousands of damaged inputs
+   * in one call; an exception other than a refusal propagates.
+   */
+  def verdicts(family: String, blobs: Array[Byte], lengths: Array[Byte]): String = {
+    val reader: Array[Byte] => Any = family match {
+      case "count" => SketchFormat.deserialize
+      case "distinct" => SketchFormat.deserializeDistinct
+      case "percentile" => SketchFormat.deserializeQuantiles
+      case "moments" => SketchFormat.deserializeMoments
+      case "top_k" => SketchFormat.deserializeTopK
+    }
+    val sizes = ByteBuffer.wrap(lengths)
+    var from = 0
+    val out = new StringBuilder
+    while (sizes.hasRemaining) {
+      val until = from + sizes.getLong().toInt
+      val verdict =
+        try { reader(java.util.Arrays.copyOfRange(blobs, from, until)); "read" }
+        catch { case e: CorruptSketchException => e.getMessage.replace('\n', ' ') }
+      out.append(verdict).append('\n')
+      from = until
+    }
+    out.toString
+  }
+
   /** Compresses `sketch` and checks its invariant: null if it holds, else the problem. */
   def invariantProblem(sketch: DyadicWindowSketch): String = {
     sketch.compress()
