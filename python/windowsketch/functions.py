@@ -566,8 +566,11 @@ def window_percentile_sketch(
 
 
 def window_percentile_sketch_merge(sketch: ColumnOrName) -> Column:
-    """Merges a group's percentile sketches: the sketch one :func:`window_percentile_sketch`
-    would have made of all their rows.
+    """Merges a group's percentile sketches. While the merged window holds at most the
+    exact limit (4,096 values at eps 0.01), the result is the sketch one
+    :func:`window_percentile_sketch` would have made of all their rows, in any merge order;
+    past it, a compact sketch whose bounds hold in any merge order (its bytes may depend on
+    the order).
 
     NULL sketches are skipped; a group with none gives NULL. Sketches of another window,
     ``eps`` or time unit, and bytes that are not a percentile sketch, raise an error.
