@@ -69,6 +69,7 @@ def check_rows(out, ts, values, present, window, eps):
         seen = np.arange(len(ts)) <= i
         inside = seen & present & (ts <= now) & (ts > now - window)
         effective = out[i, WIDTH + 1]
+        assert effective <= eps, ("effective eps", i)  # the tolerance is the one asked for
         assert out[i, WIDTH + 2] == 1.0, ("invariant", i)
         check_answer(out[i], *exact.of(inside), effective, i)
 

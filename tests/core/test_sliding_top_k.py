@@ -124,6 +124,7 @@ def test_every_row_in_any_order(sketches, kind):
         seen = np.arange(len(ts)) <= i
         counts = window_counts(ts, items, present, seen, ts[: i + 1].max(), 300)
         check_window(listed, effective, counts, (kind, i))
+        assert effective <= 0.2, (kind, i)  # the tolerance is the one asked for
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -145,6 +146,7 @@ def test_merged_partials_and_sub_windows(sketches, kind, partials):
         for (listed, effective), length in zip(answers(packed, len(lengths)), lengths):
             counts = window_counts(ts, items, present, np.ones(len(ts), dtype=bool), end, length)
             check_window(listed, effective, counts, (end, length))
+            assert effective <= eps, (end, length)
 
 
 def test_many_items_in_a_long_stream_stay_within_the_caps(sketches):
@@ -161,6 +163,7 @@ def test_many_items_in_a_long_stream_stay_within_the_caps(sketches):
     for (listed, effective), length in zip(out, [20_000, 5_000]):
         counts = window_counts(ts, items, present, np.ones(n, dtype=bool), n - 1, length)
         check_window(listed, effective, counts, length)
+        assert effective <= 0.02, length  # under the node cap: no coarsening
     data = bytes(sketches.format.serializeTopK(sketch))
     assert len(data) < 200_000, len(data)
 
