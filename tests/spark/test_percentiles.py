@@ -252,6 +252,47 @@ def test_timestamp_windows_are_inclusive_and_types_come_back(spark):
     assert [r.f_p50 for r in got] == [[1.5], [1.5], [1.875], [1.875], [1.875], [5.5]]
 
 
+def test_timestamps_and_every_integer_width_come_back_as_their_type(spark):
+    """TIMESTAMP, TIMESTAMP_NTZ, BIGINT, SMALLINT and TINYINT values: the window's minimum
+    and maximum, in a running frame (the last 3 positions) and in GROUP BY, each as a value
+    of its own type."""
+    base = datetime.datetime(2025, 1, 1, 10, 0)
+    rows = [(1, 40, 2**40 + 5, -300, -7), (2, 10, 2**40 - 9, 1200, 100), (3, 25, -(2**40), 5, -128),
+            (4, 55, 3, -32768, 127), (5, 0, 2**40 + 5, 32767, 0)]
+    values = ", ".join(
+        f"({ts}, TIMESTAMP'{base + datetime.timedelta(minutes=m)}', "
+        f"TIMESTAMP_NTZ'{base + datetime.timedelta(minutes=m)}', {big}L, {small}S, {tiny}Y)"
+        for ts, m, big, small, tiny in rows)
+    columns = ("t", "ntz", "big", "small", "tiny")
+    picks = ", ".join(f"approx_window_percentile({c}, ts, 3, array(0.0, 1.0)) OVER (ORDER BY ts) "
+                      f"AS {c}" for c in columns)
+    got = spark.sql(f"SELECT ts, {picks} FROM VALUES {values} AS v(ts, {', '.join(columns)}) "
+                    "ORDER BY ts").collect()
+    minute = lambda m: base + datetime.timedelta(minutes=m)  # noqa: E731
+    # Each column's field of `rows` and its Python type.
+    typed = {"t": (1, minute), "ntz": (1, minute), "big": (2, int), "small": (3, int),
+             "tiny": (4, int)}
+
+    def held(column, window):
+        field, kind = typed[column]
+        return sorted(kind(row[field]) for row in window)
+
+    for i, r in enumerate(got):
+        window = rows[max(0, i - 2): i + 1]
+        for column in columns:
+            ordered = held(column, window)
+            assert r[column] == [ordered[0], ordered[-1]], (column, r.ts)
+            assert all(type(v) is type(ordered[0]) for v in r[column]), (column, r[column])
+    extremes = ", ".join(f"approx_window_percentile({c}, ts, 100, array(0.0, 1.0)) AS {c}"
+                         for c in columns)
+    grouped = spark.sql(
+        f"SELECT {extremes} FROM (SELECT /*+ REPARTITION(3) */ * "
+        f"FROM VALUES {values} AS v(ts, {', '.join(columns)}))").collect()[0]
+    for column in columns:
+        ordered = held(column, rows)
+        assert grouped[column] == [ordered[0], ordered[-1]], column
+
+
 def test_intervals_and_an_empty_window(spark):
     got = spark.sql("""
         SELECT ts,
