@@ -255,16 +255,21 @@ def run_positions(spark, tmp_path, batches, aggregates, schema="k STRING, pos BI
     return out
 
 
-def test_integral_positions_with_a_sum_and_a_median(spark, tmp_path):
+def test_integral_positions_with_a_sum_a_median_and_tied_decimals(spark, tmp_path):
     rows = [(1, 5), (2, None), (3, 7), (9, 1), (12, 4), (11, 0), (30, 9)]
     batches = [[{"k": "a", "pos": p, "x": x} for p, x in rows],
                [{"k": "z", "pos": 1000, "x": None}], [{"k": "z", "pos": 1001, "x": None}]]
-    out = run_positions(spark, tmp_path, batches, [live.sum("x"), live.percentile("x", 0.5)])
-    got = sorted((r.window_end, r.sum.estimate, r.percentile) for r in out if r.k == "a")
+    # Tied DECIMAL items are listed by value (their bytes order 3.00 before 1.00 before -3.00).
+    shifted = live.top_k((F.col("x") - 4).cast("decimal(10,2)"), 2).alias("top")
+    out = run_positions(spark, tmp_path, batches,
+                        [live.sum("x"), live.percentile("x", 0.5), shifted])
+    got = sorted((r.window_end, r.sum.estimate, r.percentile, [int(t.item) for t in r.top])
+                 for r in out if r.k == "a")
     # (T - 10, T]: 5 -> {5, 7}; 10 -> {5, 7, 1}; 15 -> {1, 4, 0}; 20 -> {4, 0}; 25 -> none
     # (the last row); 30 -> {9}; 35 -> {9}; 40 -> none.
-    assert got == [(5, 12, 5.0), (10, 13, 5.0), (15, 5, 1.0), (20, 4, 0.0), (25, 0, None),
-                   (30, 9, 9.0), (35, 9, 9.0), (40, 0, None)]
+    assert got == [(5, 12, 5.0, [1, 3]), (10, 13, 5.0, [-3, 1]), (15, 5, 1.0, [-4, -3]),
+                   (20, 4, 0.0, [-4, 0]), (25, 0, None, []), (30, 9, 9.0, [5]),
+                   (35, 9, 9.0, [5]), (40, 0, None, [])]
 
 
 def test_a_negative_sum_value_stops_the_query_naming_it(spark, tmp_path):

@@ -27,6 +27,7 @@ from test_percentiles import FRAMES
 from top_k_reference import check_window
 from windowsketch.functions import (approx_window_top_k, window_top_k_sketch,
                                     window_top_k_sketch_estimate, window_top_k_sketch_merge)
+from windowsketch.sketch import TopKSketch
 
 EPS = 0.3
 K = 4
@@ -149,6 +150,25 @@ def test_item_types_come_back_and_equal_values_group_as_spark_groups_them(spark)
         for c in ("t", "d", "price", "f", "b", "n"))).collect()[0]
     assert [texts[c][0].item for c in ("t", "d", "price", "f", "b", "n")] == [
         "2025-01-01 10:00:00", "2025-01-01", "0.00", "0.0", "false", "0"]
+
+
+def test_tied_decimals_are_listed_by_value_everywhere(spark):
+    # DECIMAL items are held as two's-complement bytes, whose order is not the values':
+    # 0.00, 1.28, 0.25, 0.99, -0.25, -1.28. Ties must still go to the smaller value.
+    prices = ["0.25", "-0.25", "1.28", "0.99", "-1.28", "0.00"]
+    df = spark.createDataFrame([(i, decimal.Decimal(p)) for i, p in enumerate(prices)],
+                               "pos BIGINT, price DECIMAL(10,2)")
+    ascending = sorted(decimal.Decimal(p) for p in prices)
+    running = df.select(approx_window_top_k("price", "pos", 100, 3).over(Window.orderBy("pos"))
+                        .alias("top")).collect()[-1].top
+    grouped, blob = df.agg(approx_window_top_k("price", "pos", 100, 3),
+                           window_top_k_sketch("price", "pos", 100)).collect()[0]
+    stored = df.agg(window_top_k_sketch_estimate(window_top_k_sketch("price", "pos", 100), 3)
+                    .alias("top")).collect()[0].top
+    for where, answer in [("running", running), ("group by", grouped)]:
+        assert [r.item for r in answer] == ascending[:3], where
+    assert [r.item for r in stored] == [str(v) for v in ascending[:3]]
+    assert [c.item for c in TopKSketch.from_bytes(bytes(blob)).top(3)] == ascending[:3]
 
 
 def test_nulls_and_an_empty_window(spark):

@@ -10,7 +10,7 @@ import decimal
 import math
 import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from windowsketch.sketch import _dyadic
@@ -87,6 +87,14 @@ def _sum(parts: Sequence[_Summary], capacity: int) -> _Summary:
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
+
+
+def _value_order(type_name: str) -> Callable[[bytes], Any]:
+    """The sort key that orders items by value, as answers break ties: the bytes
+    themselves for every encoding but DECIMAL's two's-complement unscaled value."""
+    if type_name.startswith("decimal"):
+        return lambda item: int.from_bytes(item, "big", signed=True)
+    return lambda item: item
 
 
 def _decode(item: bytes, type_name: str) -> Any:
@@ -268,7 +276,8 @@ class TopKSketch(WindowSketch):
         for item, low in zip(lower.items, lower.counts):
             high = low + slack + over.count_of(item)
             ranked.append((item, low + (high - low) // 2, low, high))
-        ranked.sort(key=lambda c: (-c[1], -c[2], c[0]))
+        value_order = _value_order(self._item_type)
+        ranked.sort(key=lambda c: (-c[1], -c[2], value_order(c[0])))
         return [ItemCount(_decode(item, self._item_type), estimate, low, high)
                 for item, estimate, low, high in ranked[:k]]
 

@@ -47,6 +47,24 @@ object ItemCounts {
   }
 
   /**
+   * The order answers break ties in, by the items' values: [[compare]] for every encoding
+   * but DECIMAL's, the unscaled value in minimal two's complement (a fixed scale per type).
+   */
+  def valueOrder(itemType: String): java.util.Comparator[Array[Byte]] =
+    if (itemType.startsWith("decimal")) SignedOrder else BytesOrder
+
+  private val BytesOrder: java.util.Comparator[Array[Byte]] = (a, b) => compare(a, b)
+  private val SignedOrder: java.util.Comparator[Array[Byte]] = (a, b) => compareSigned(a, b)
+
+  /** Minimal two's-complement big-endian integers by value: sign, then length, then bytes. */
+  private def compareSigned(a: Array[Byte], b: Array[Byte]): Int = {
+    val negative = a(0) < 0
+    if (negative != (b(0) < 0)) { if (negative) -1 else 1 }
+    else if (a.length != b.length) { if (negative) b.length - a.length else a.length - b.length }
+    else compare(a, b)
+  }
+
+  /**
    * The summary of several groups together: counts added item by item, errors added, then
    * pruned to `capacity` once. The result does not depend on the order of `parts`.
    */
@@ -107,7 +125,6 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
   ExponentialHistogram.checkParameters(window, eps)
 
   /** What the items are, as the caller names their type; stored with the sketch. */
-  var itemType = ""
   val height: Int = DyadicWindowSketch.heightFor(window)
   /** Items a node keeps counts for. */
   val capacity: Int = SlidingTopK.capacityFor(eps)
@@ -213,7 +230,7 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
   /**
    * The `k` items with the largest estimates in the window `(end - length, end]` (any
    * `length` up to `window`, any `end` from now on), each with certified bounds; ties go to
-   * the larger lower bound, then to the item's bytes. Candidates are the items counted in a
+   * the larger lower bound, then to the item's value. Candidates are the items counted in a
    * node inside the window: an item absent from all of them occurs at most
    * n_X + L's errors <= (eps / 2 + c) n times.
    */
@@ -236,11 +253,7 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
       val high = Math.addExact(Math.addExact(low, slack), straddlingCounts.countOf(item))
       ItemCount(item, low + (high - low) / 2, low, high)
     }
-    all.sortWith { (x, y) =>
-      if (x.estimate != y.estimate) x.estimate > y.estimate
-      else if (x.lower != y.lower) x.lower > y.lower
-      else ItemCounts.compare(x.item, y.item) < 0
-    }.take(k).toArray
+    all.sorted(Ordering.comparatorToOrdering(answerOrder)).take(k).toArray
   }
 
   private def afterEdge(ts: Long): Boolean =
@@ -455,13 +468,13 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
 
   /**
    * The `k` items of the window ending at now with the largest estimates, ties to the larger
-   * lower bound, then to the item's bytes: exact counts in exact mode, the sketch's
+   * lower bound, then to the item's value: exact counts in exact mode, the sketch's
    * certified bounds after.
    */
   def top(k: Int): Array[ItemCount] =
     if (sketch == null) {
       // Counts descending: the k-th count and every tie of it, then the answer's order.
-      val best = new java.util.TreeSet[ItemCount](OrderedTopK.AnswerOrder)
+      val best = new java.util.TreeSet[ItemCount](answerOrder)
       val it = ranked.iterator
       var searching = true
       while (searching && it.hasNext) {
@@ -476,14 +489,14 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
     } else {
       syncView()
       if (!answerValid || answeredK != k) {
-        val best = new java.util.TreeSet[ItemCount](OrderedTopK.AnswerOrder)
+        val best = new java.util.TreeSet[ItemCount](answerOrder)
         val all = counts.values.iterator
         while (all.hasNext) offer(best, all.next(), k)
         answer = best.toArray(new Array[ItemCount](0))
         answeredK = k
         answerValid = true
       } else if (raised.nonEmpty) {
-        val best = new java.util.TreeSet[ItemCount](OrderedTopK.AnswerOrder)
+        val best = new java.util.TreeSet[ItemCount](answerOrder)
         answer.foreach(a => if (!raised.exists(r => java.util.Arrays.equals(r.key.bytes, a.item))) best.add(a))
         raised.foreach(c => if (c.count > 0) offer(best, c, k))
         answer = best.toArray(new Array[ItemCount](0))
@@ -498,7 +511,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
     var high = Math.addExact(low, insideError)
     straddlers.foreach { n => high = Math.addExact(high, Math.addExact(n.summary.error, n.summary.countOf(c.key.bytes))) }
     val a = ItemCount(c.key.bytes, low + (high - low) / 2, low, high)
-    if (best.size < k || OrderedTopK.AnswerOrder.compare(a, best.last) < 0) {
+    if (best.size < k || answerOrder.compare(a, best.last) < 0) {
       best.add(a)
       if (best.size > k) best.pollLast()
     }
@@ -508,6 +521,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
   private def toBounded(): Unit = {
     sketch = new SlidingTopK(window, eps)
     sketch.microsecondTime = microsecondTime
+    sketch.itemType = itemType
     ranked.clear()
     val times = rowTimes.iterator
     val items = rowItems.iterator
@@ -817,11 +831,14 @@ object OrderedTopK {
   private val KeyOrder: java.util.Comparator[ItemKey] =
     (a, b) => ItemCounts.compare(a.bytes, b.bytes)
 
-  /** As [[SlidingTopK.topAt]] lists: estimate descending, then lower bound, then the item. */
-  private val AnswerOrder: java.util.Comparator[ItemCount] = (x, y) =>
-    if (x.estimate != y.estimate) java.lang.Long.compare(y.estimate, x.estimate)
-    else if (x.lower != y.lower) java.lang.Long.compare(y.lower, x.lower)
-    else ItemCounts.compare(x.item, y.item)
+  /** How answers list: estimate descending, then lower bound, then the item's value. */
+  def answerOrder(itemType: String): java.util.Comparator[ItemCount] = {
+    val items = ItemCounts.valueOrder(itemType)
+    (x, y) =>
+      if (x.estimate != y.estimate) java.lang.Long.compare(y.estimate, x.estimate)
+      else if (x.lower != y.lower) java.lang.Long.compare(y.lower, x.lower)
+      else items.compare(x.item, y.item)
+  }
 }
 
 /**
@@ -830,6 +847,14 @@ object OrderedTopK {
  */
 trait TopKWindow extends SketchAxis {
   var microsecondTime: Boolean = false
+  private var items = ""
+  private var order = OrderedTopK.answerOrder("")
+  /** The items' type (a catalog string): answers break ties by the order of its values. */
+  def itemType: String = items
+  def itemType_=(name: String): Unit =
+    if (name != items) { items = name; order = OrderedTopK.answerOrder(name) }
+  /** How answers list: estimate descending, then lower bound, then the item's value. */
+  protected def answerOrder: java.util.Comparator[ItemCount] = order
   /** Observes `item` at `ts` (moving `now` forward). */
   def add(ts: Long, item: Array[Byte]): Unit
   /** Observes a row without an item at `ts`. */

@@ -247,6 +247,7 @@ object SlidingWindow {
       val toScala = CatalystTypeConverters.createToScalaConverter(itemType)
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LiveTopKSlide, _) =>
+          s.counts.itemType = itemType.catalogString // ties listed by the items' values
           s.answer.toSeq.map(a => Row(toScala(ItemCodec.decode(a.item, itemType)), a.estimate, a.lower, a.upper))
       }
       read

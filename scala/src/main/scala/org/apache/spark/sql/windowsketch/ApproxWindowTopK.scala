@@ -119,12 +119,8 @@ abstract class TopKAggregate extends TypedImperativeAggregate[TopKWindow] with O
 
   override def createAggregationBuffer(): TopKWindow = {
     val sketch: TopKWindow =
-      if (orderedInput) new OrderedTopK(windowLength, epsilon)
-      else {
-        val s = new SlidingTopK(windowLength, epsilon)
-        s.itemType = itemType.catalogString
-        s
-      }
+      if (orderedInput) new OrderedTopK(windowLength, epsilon) else new SlidingTopK(windowLength, epsilon)
+    sketch.itemType = itemType.catalogString
     sketch.microsecondTime = WindowArguments.isTemporal(tsType)
     sketch
   }
