@@ -308,6 +308,13 @@ def test_bad_arguments_are_named(spark, expression, condition, parameter):
      "not a moments sketch"),
     ("SELECT window_moments_sketch_merge(s) FROM (SELECT window_moments_sketch(1.0, 1, 3) AS s "
      "UNION ALL SELECT window_moments_sketch(1.0, 1, 4))", "cannot merge moments sketches"),
+    ("SELECT window_moments_sketch_merge(s) FROM (SELECT window_moments_sketch(1.0, 1, 3, 0.01) "
+     "AS s UNION ALL SELECT window_moments_sketch(1.0, 1, 3, 0.02))",
+     "cannot merge moments sketches of (window, eps) (3, 0.01) and (3, 0.02)"),
+    ("SELECT window_moments_sketch_merge(s) FROM (SELECT window_moments_sketch(1.0, 1, 1001) "
+     "AS s UNION ALL SELECT window_moments_sketch(1.0, TIMESTAMP'2025-01-01 00:00:00', "
+     "INTERVAL 1 MILLISECOND))", "cannot merge moments sketches of (window, eps) (1001, 0.01) "
+     "and (1001, 0.01) on different time axes"),
     ("SELECT window_moments_sketch_estimate(window_moments_sketch(1.0, 5, 3), 'avg', 4)",
      "as_of (4) is earlier than the sketch's latest ts (5)"),
 ])

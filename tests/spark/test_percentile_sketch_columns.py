@@ -208,6 +208,18 @@ def sketch_sql(window="10", eps="0.01"):
     (f"SELECT window_percentile_sketch_merge(s) FROM (SELECT {sketch_sql()} AS s UNION ALL "
      f"SELECT {sketch_sql(window='11')})",
      "window_percentile_sketch_merge: cannot merge percentile sketches"),
+    # Positions never merge with microseconds (a time window of 1 ms spans 1,001 of them):
+    # exact and compact sketches.
+    (f"SELECT window_percentile_sketch_merge(s) FROM (SELECT {sketch_sql(window='1001')} AS s "
+     "UNION ALL SELECT window_percentile_sketch(x, ts, INTERVAL 1 MILLISECOND) "
+     "FROM VALUES (TIMESTAMP'2025-01-01 00:00:00', 2.5) AS t(ts, x))",
+     "cannot merge percentile sketches of (window, eps) (1001, 0.01) and (1001, 0.01) on "
+     "different time axes"),
+    ("SELECT window_percentile_sketch_merge(s) FROM (SELECT window_percentile_sketch(id, id, "
+     "1000001, 0.1) AS s FROM range(5000) UNION ALL SELECT window_percentile_sketch(id, "
+     "timestamp_micros(id), INTERVAL 1 SECOND, 0.1) FROM range(5000))",
+     "cannot merge percentile sketches of (window, eps) (1000001, 0.1) and (1000001, 0.1) on "
+     "different time axes"),
     ("SELECT window_percentile_sketch_merge(s) FROM (SELECT window_sketch(true, 1, 10) AS s)",
      "window_percentile_sketch_merge: invalid sketch bytes: a count sketch (window_sketch) "
      "is not a percentile sketch (window_percentile_sketch)"),

@@ -292,6 +292,9 @@ def test_bad_arguments_are_named(spark, expression, condition, parameter):
      "UNION ALL SELECT window_top_k_sketch('a', 1, 4))", "cannot merge top-k sketches"),
     ("SELECT window_top_k_sketch_merge(s) FROM (SELECT window_top_k_sketch('a', 1, 3) AS s "
      "UNION ALL SELECT window_top_k_sketch(7, 1, 3))", "cannot merge top-k sketches"),
+    ("SELECT window_top_k_sketch_merge(s) FROM (SELECT window_top_k_sketch('a', 1, 1001) AS s "
+     "UNION ALL SELECT window_top_k_sketch('a', TIMESTAMP'2025-01-01 00:00:00', "
+     "INTERVAL 1 MILLISECOND))", "on different time axes"),
     ("SELECT window_top_k_sketch_estimate(window_top_k_sketch('a', 5, 3), 1, 4)",
      "as_of (4) is earlier than the sketch's latest ts (5)"),
 ])

@@ -95,7 +95,8 @@ final class SlidingQuantiles(val window: Long, val eps: Double,
     if (other.window != window || other.eps != eps || other.microsecondTime != microsecondTime) {
       throw new IllegalArgumentException(
         s"cannot merge percentile sketches of (window, eps) ($window, $eps) and " +
-          s"(${other.window}, ${other.eps})")
+          s"(${other.window}, ${other.eps})" +
+          (if (other.microsecondTime != microsecondTime) " on different time axes" else ""))
     }
     if (compactWindow == null && other.compactWindow == null) {
       if (other.seenAny) advanceTo(other.nowTs)
