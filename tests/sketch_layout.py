@@ -145,3 +145,26 @@ def damaged_variants(rng, data: bytes, each: int = 100):
             i, j = rng.choice(len(swapped.nodes), size=2, replace=False)
             swapped.nodes[i], swapped.nodes[j] = swapped.nodes[j], swapped.nodes[i]
             yield "swap nodes", swapped.encode()[:-4]
+
+
+def compact_quantile_values(data: bytes) -> list[list[tuple[int, int, int]]]:
+    """Where a kind-8 (compact percentile) sketch keeps its values: per node, per level,
+    (offset of its first value, its value count, offset of the node's row total)."""
+    assert data[2] == 8, "a compact percentile sketch"
+    _, pos = read_varint(data, 3)
+    nodes_count, pos = read_varint(data, pos + 17)
+    nodes = []
+    for _ in range(nodes_count):
+        _, pos = read_varint(data, pos + 1)  # the level byte, then the step back
+        total_at = pos
+        _, pos = read_varint(data, pos)
+        levels_count, pos = read_varint(data, pos)
+        levels = []
+        for _ in range(levels_count):
+            _, pos = read_varint(data, pos)  # the level's compactions
+            size, pos = read_varint(data, pos)
+            levels.append((pos, size, total_at))
+            pos += 8 * size
+        nodes.append(levels)
+    assert pos == len(data) - 4, "decode expects a valid sketch"
+    return nodes

@@ -21,12 +21,14 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
+from sketch_layout import compact_quantile_values, read_varint, sign, varint
 from windowsketch import _hllpp_tables
 from windowsketch.sketch import (CountSketch, DistinctSketch, InvalidSketchBytes, MomentsSketch,
                                  PercentileSketch, TopKSketch, WindowSketch, merge_column)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+CANONICAL_NAN = 0x7FF8000000000000
 HELPER = "org.apache.spark.sql.catalyst.util.HyperLogLogPlusPlusHelper$"
 
 
@@ -489,6 +491,60 @@ def java_message(message: str) -> str:
                   ("," if m.group(0).endswith(",") else ""), message)
 
 
+def percentile_blob(sketches, seed: int, n: int, eps: float, nan_bits=(CANONICAL_NAN,)) -> bytes:
+    """A percentile sketch of n gamma-distributed values, a few of them NaN (each with one
+    of `nan_bits`), at times 0..400 in a window of 500: exact (kind 4) while n is within
+    eps's exact limit, compact (kind 8) past it."""
+    rng = np.random.default_rng(seed)
+    bits = np.round(rng.gamma(2.0, 30.0, n), 1).astype(">f8").view(">u8")
+    nan = np.flatnonzero(rng.random(n) < 0.05)
+    bits[nan] = np.array(nan_bits, dtype=">u8")[np.arange(len(nan)) % len(nan_bits)]
+    s = sketches.replay.quantileSketch(500, eps, False, longs(np.sort(rng.integers(0, 400, n))),
+                                       bits.tobytes())
+    return bytes(sketches.format.serializeQuantiles(s))
+
+
+def test_compact_percentile_damage_behind_a_valid_checksum_gets_both_refusals(sketches):
+    """Kind 8's checks behind the checksum, each reached by one change: values out of order
+    in a level, a NaN with other bits (each NaN is held as the canonical one, so equal
+    states write equal bytes), a node whose row total is not its values' weight."""
+    blob = percentile_blob(sketches, 65, 600, 0.2)
+    body = blob[:-4]
+    nodes = compact_quantile_values(blob)
+    value = lambda at: body[at:at + 8]  # noqa: E731
+    cases = {}
+    for i, levels in enumerate(nodes):
+        for at, size, total_at in levels:
+            if size >= 2 and value(at) != value(at + 8) and "values out of order" not in cases:
+                cases["values out of order"] = (i, body[:at] + value(at + 8) + value(at) + body[at + 16:])
+            if size and value(at + 8 * (size - 1)) == CANONICAL_NAN.to_bytes(8, "big"):
+                last = at + 8 * (size - 1)
+                cases["NaN"] = (i, body[:last] + bytes.fromhex("7ff8000000000001") + body[last + 8:])
+        total, end = read_varint(body, levels[0][2])
+        if len(varint(total + 1)) == end - levels[0][2]:
+            cases.setdefault("total", (i, body[:levels[0][2]] + varint(total + 1) + body[end:]))
+    assert set(cases) == {"values out of order", "NaN", "total"}, set(cases)
+    messages = {"values out of order": "values out of order at node {}",
+                "NaN": "values out of order at node {}", "total": "invalid values at node {}"}
+    damaged = [sign(changed) for _, changed in cases.values()]
+    for (name, (node, _)), blob_, verdict in zip(cases.items(), damaged,
+                                                 sketches.verdicts("percentile", damaged)):
+        message = messages[name].format(node)
+        assert verdict == f"invalid sketch bytes: {message}", name
+        with pytest.raises(InvalidSketchBytes, match=f"^invalid sketch bytes: {message}$"):
+            PercentileSketch.from_bytes(blob_)
+    assert sketches.verdicts("percentile", [blob]) == ["read"]
+    assert PercentileSketch.from_bytes(blob).to_bytes() == blob
+
+
+def test_nans_of_any_bits_make_compact_bytes_both_readers_read(sketches):
+    quiet, negative = 0x7FF8000000000001, 0xFFF8000000000000
+    blob = percentile_blob(sketches, 66, 600, 0.2, nan_bits=(quiet, negative))
+    assert blob[2] == 8
+    assert sketches.verdicts("percentile", [blob]) == ["read"]
+    assert PercentileSketch.from_bytes(blob).to_bytes() == blob
+
+
 def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sketches):
     """Random byte changes behind a recomputed checksum: the structure is all that is left
     to catch them. Python refuses exactly what the JVM refuses, with its message, and reads
@@ -514,10 +570,15 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
                (bytes(fmt.serializeMoments(moments)), "moments", fmt.deserializeMoments,
                 fmt.serializeMoments, MomentsSketch),
                (bytes(fmt.serializeTopK(top_k)), "top_k", fmt.deserializeTopK, fmt.serializeTopK,
-                TopKSketch)]
+                TopKSketch),
+               *((percentile_blob(sketches, 65 + compact, 600 if compact else 150,
+                                  0.2 if compact else 0.01), "percentile",
+                  fmt.deserializeQuantiles, fmt.serializeQuantiles, PercentileSketch)
+                 for compact in (0, 1))]
     assert {3, 7} <= {source[0][2] for source in sources}, "both distinct kinds"
+    assert {4, 8} <= {source[0][2] for source in sources}, "both percentile kinds"
     damaged: dict[str, list] = {}  # per JVM reader: (blob, source)
-    for trial in range(1500):
+    for trial in range(2000):
         source = sources[trial % len(sources)]
         body = bytearray(source[0][:-4])
         for _ in range(int(rng.integers(1, 3))):
@@ -539,7 +600,7 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
             python = family.from_bytes(blob)
             assert python.to_bytes() == bytes(write(read(blob)))
             verdicts["read"] += 1
-    assert verdicts["refused"] > 500 and verdicts["read"] > 50, verdicts
+    assert verdicts["refused"] > 700 and verdicts["read"] > 50, verdicts
 
 
 def write_tables(spark) -> None:
