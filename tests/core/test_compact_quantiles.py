@@ -20,6 +20,9 @@ LOG_TWO_OVER_DELTA = math.log(2 / 1e-4)
 WIDTH = 4 + 5 * len(PERCENTAGES)
 # sqrt(2 ln(2 / 10^-4) / 45): Delta over eps n_L that the variance budgets allow, under 2/3.
 BUDGETED_DELTA = math.sqrt(2 * LOG_TWO_OVER_DELTA / 45)
+# The bounds' slack D = ceil(sqrt(2 V ln(2 * 10^9))): each bound fails with probability at
+# most 5 * 10^-10 (docs/percentiles.md, "Bounds").
+LOG_TWO_BILLION = math.log(2e9)
 
 
 def compact(sketches, window, eps, ts, values, present, parts, every_row):
@@ -63,11 +66,30 @@ def check_answer(row, window_values, eps) -> float:
         assert error <= straddling + spread + 1, (p, error)  # the certain bound
         worst = max(worst, error / (eps * n))
         exact = keys[max(math.ceil(p * n) - 1, 0)]
-        if has_lower:
-            assert np.any(keys == java_keys([lower])[0]) and java_keys([lower])[0] <= exact, p
-        if has_upper:
-            assert np.any(keys == java_keys([upper])[0]) and java_keys([upper])[0] >= exact, p
+        check_bounds(keys, p, exact, inside, straddling, variance,
+                     (lower if has_lower else None), (upper if has_upper else None))
     return worst
+
+
+def check_bounds(keys, p, exact, inside, straddling, variance, lower, upper):
+    """The bounds of percentage p (None: NULL) against the sorted window `keys`: true, present
+    exactly when the rule gives one, and tight. Lower is the largest held v with
+    W(< v) + D + n_X < t, so the next held value has W(< next) = W(<= v) >= t - D - n_X, and
+    count(<= v) >= t - 2 D - n_X; upper is the smallest held u with W(<= u) - D >= h, so
+    count(< u) < h + 2 D + n_X (W within D of the count, as the bounds themselves assume)."""
+    slack = math.ceil(math.sqrt(2 * variance * LOG_TWO_BILLION))
+    t = max(1, math.ceil(p * inside))
+    highest = max(1, math.ceil(p * (inside + straddling)))
+    assert (lower is not None) == (t - slack - straddling >= 1), (p, t, slack, straddling)
+    assert (upper is not None) == (inside >= highest + slack), (p, inside, highest, slack)
+    if lower is not None:
+        key = java_keys([lower])[0]
+        assert np.any(keys == key) and key <= exact, p
+        assert np.searchsorted(keys, key, "right") >= t - 2 * slack - straddling, (p, lower)
+    if upper is not None:
+        key = java_keys([upper])[0]
+        assert np.any(keys == key) and key >= exact, p
+        assert np.searchsorted(keys, key, "left") < highest + 2 * slack + straddling, (p, upper)
 
 
 def windows_per_row(ts, values, present, window):
