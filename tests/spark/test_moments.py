@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import math
 import os
 
 import numpy as np
@@ -17,7 +18,7 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conftest import error_condition, parameter_index, stable_seed
+from conftest import _flags, _longs, error_condition, parameter_index, stable_seed
 from golden_sketches import GOLDEN, golden_moments_values, golden_rows, micros_of_pos
 from moments_reference import STATS, Exact, check_statistic
 from test_percentiles import FRAMES
@@ -111,6 +112,35 @@ def test_every_row_within_the_guarantee_in_every_frame(spark, kind, frame):
     assert checked > 750
     if frame.startswith("running"):  # the time-ordered buckets straddle the edge
         assert straddled > 100, straddled
+
+
+def test_running_frames_answer_as_the_time_ordered_buckets_bit_for_bit(spark, sketches):
+    """A running frame reads rows in time order, so the planner gives it OrderedMoments:
+    its answers on every row equal that structure's, fed the same rows (Replay), bit for
+    bit, with over a thousand rows in the window (past the exact regime); the any-order sketch
+    answers differently, so a frame that quietly fell back to it fails here."""
+    rng = np.random.default_rng(stable_seed("moments-ordered-path"))
+    n, window, eps = 3000, 2000, 0.05
+    ts = np.cumsum(rng.integers(1, 3, n))
+    x = np.round(rng.gamma(2.0, 40.0, n), 2)
+    present = rng.random(n) > 0.1
+    df = spark.createDataFrame([(int(t), float(v) if p else None) for t, v, p in zip(ts, x, present)],
+                               "ts BIGINT, x DOUBLE").coalesce(1)
+    call = f"(x, ts, {window}, {eps}) OVER (ORDER BY ts)"
+    got = df.selectExpr(f"approx_window_avg_bounds{call} AS avg",
+                        f"approx_window_stddev_bounds{call} AS stddev").collect()
+    packed = sketches.replay.momentsPerRow(window, eps, True, _longs(ts),
+                                           x.astype(">f8").tobytes(), _flags(present))
+    want = np.frombuffer(bytes(packed), dtype=">f8").reshape(n, -1)
+    for i, r in enumerate(got):
+        for stat, at in (("avg", 2), ("stddev", 14)):
+            expected = tuple(want[i, at:at + 3])
+            answer = r[stat]
+            if math.isnan(expected[0]):
+                assert answer is None, (i, stat)
+            else:
+                assert (answer.estimate, answer.lower, answer.upper) == expected, (i, stat)
+    assert sum(r.avg is not None and r.avg.lower < r.avg.upper for r in got) > 1000
 
 
 @pytest.mark.parametrize("kind", KINDS)
