@@ -124,7 +124,6 @@ final case class ItemCount(item: Array[Byte], estimate: Long, lower: Long, upper
 final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
   ExponentialHistogram.checkParameters(window, eps)
 
-  /** What the items are, as the caller names their type; stored with the sketch. */
   val height: Int = DyadicWindowSketch.heightFor(window)
   /** Items a node keeps counts for. */
   val capacity: Int = SlidingTopK.capacityFor(eps)
@@ -849,7 +848,7 @@ trait TopKWindow extends SketchAxis {
   var microsecondTime: Boolean = false
   private var items = ""
   private var order = OrderedTopK.answerOrder("")
-  /** The items' type (a catalog string): answers break ties by the order of its values. */
+  /** The items' type (a catalog string, stored with a sketch): answers break ties by its values' order. */
   def itemType: String = items
   def itemType_=(name: String): Unit =
     if (name != items) { items = name; order = OrderedTopK.answerOrder(name) }
