@@ -22,6 +22,7 @@ import zlib
 import numpy as np
 import pytest
 from live_reference import check_crossings_against_exact
+from moments_reference import Exact, check_statistic
 
 GOLDEN_LIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "golden", "live")
@@ -203,6 +204,42 @@ def test_bounded_top_values_hold_their_certified_bounds_at_every_tick(sketches):
             assert lower <= estimate <= upper
             widened += upper > lower
     assert widened > 0  # the bounds are at work
+
+
+def test_live_moments_of_thousands_of_rows_hold_their_bounds_at_every_tick(sketches):
+    """One key with about 3,000 rows in its window (past the buckets' first compaction at
+    64), stopped and resumed from its bytes halfway: the average's and the sample
+    variance's estimates and certified brackets at every tick, against exact rational
+    arithmetic over the tick's window. Bursts of one position, a level shift that makes the
+    oldest bucket's rows unlike the window's, and a gap that empties the window."""
+    rng = np.random.default_rng(zlib.crc32(b"live-moments-thousands"))
+    window, every, eps = 3000, 250, 0.1
+    ts = np.concatenate([np.arange(0, 6000), np.repeat(np.arange(2000, 2050), 20),
+                         np.arange(12_000, 16_000)])
+    values = np.where(ts < 4000, rng.normal(100, 5, len(ts)), rng.normal(1e4, 50, len(ts)))
+    order = np.argsort(ts, kind="stable")
+    ts, values = ts[order], values[order]
+    rows = [(int(t), 0, int(np.float64(v).view(np.int64))) for t, v in zip(ts, values)]
+    aggregates = f"moments:{eps}"
+    stop = 7000
+    out = sketches.replay.liveWindowState(window, every, aggregates, b"",
+                                          packed([r for r in rows if r[0] <= stop]), stop)
+    lines = str(out[1]).splitlines()
+    out = sketches.replay.liveWindowState(window, every, aggregates, bytes(out[0]),
+                                          packed([r for r in rows if r[0] > stop]),
+                                          16_000 + 2 * window)
+    lines += str(out[1]).splitlines()
+    exact = Exact(values)
+    straddled = 0
+    for line in lines:
+        tick, answer = line.split("|")
+        tick = int(tick)
+        n, mean, m2 = exact.of((ts <= tick) & (ts > tick - window))
+        for stat, text in zip(["avg", "var_samp"], answer.split(";")):
+            got = None if text == "null" else [float(x) for x in text.split(",")]
+            check_statistic(stat, *(got or [None] * 3), n, mean, m2, eps, tick)
+            straddled += stat == "avg" and got is not None and got[1] < got[2]
+    assert len(lines) > 50 and straddled > 10, (len(lines), straddled)
 
 
 def test_alerts_on_counts_and_sums_are_true_of_the_exact_window(sketches):
