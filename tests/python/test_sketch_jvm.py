@@ -8,6 +8,7 @@ python/windowsketch/_hllpp_tables.py from the running Spark.
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 import decimal
 import math
@@ -330,6 +331,22 @@ PERCENTILE_CASES = [(61, 3000, 5000, 1000, 0.01), (62, 800, 300, 7, 0.5), (63, 6
                     (66, 1400, 3, 2000, 0.2, [0.55, 0.15, 0.15, 0.15])]
 
 
+def check_compact_ranks(window_values, answers, percentages, eps, where):
+    """Compact answers against the window's rows (docs/percentiles.md, compact mode): each a
+    value of the window whose rank, in java.lang.Double.compare order, is within eps n of
+    p n; no answer only for an empty window."""
+    def key(x):
+        return (True, 0.0, 0.0) if math.isnan(x) else (False, x, math.copysign(1.0, x))
+
+    keys = sorted(key(x) for x in window_values)
+    n = len(keys)
+    assert (answers is None) == (n == 0), where
+    for p, answer in zip(percentages, answers or []):
+        below, at_most = bisect.bisect_left(keys, key(answer)), bisect.bisect_right(keys, key(answer))
+        assert at_most > below and max(0.0, below - p * n, p * n - at_most) <= eps * n, (
+            where, p, answer, below, at_most, n)
+
+
 @pytest.mark.parametrize("case", PERCENTILE_CASES, ids=lambda c: f"w{c[3]}")
 def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
     """Per-key sketches built in SQL over values with ties, -0.0 and NaN: the reader's
@@ -354,8 +371,8 @@ def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
         64: [8] * 5, 65: [4] * 4 + [8], 66: [8, 4, 4, 4, 8]}.get(seed, [4] * 5)
     percentages = "array(0.0, 0.01, 0.5, 0.99, 1.0)"
     # The merge is queried as merged, not read back: its rows must have left with the window.
-    for blob, python in [(b, PercentileSketch.from_bytes(b)) for b in blobs] + [
-            (merged_sql, merged)]:
+    for key, blob, python in [(k, b, PercentileSketch.from_bytes(b)) for k, b in enumerate(blobs)] + [
+            (None, merged_sql, merged)]:
         assert isinstance(python, PercentileSketch) and python.to_bytes() == blob
         pairs = queries(python.now, window, rng)
         for length in sorted({length for _, length in pairs}):  # sub_window is a constant
@@ -367,6 +384,10 @@ def test_percentile_sketches_answer_and_merge_as_sql_does(spark, case):
             assert len(got) == len(ends)
             for r in got:
                 want = python.estimate([0.0, 0.01, 0.5, 0.99, 1.0], as_of=r.a, sub_window=length)
+                if python.is_compact:
+                    check_compact_ranks([x for k, t, x in rows if x is not None and (
+                        key is None or k == key) and r.a - length < t <= r.a],
+                        want, [0.0, 0.01, 0.5, 0.99, 1.0], eps, (key, r.a, length))
                 assert (r.e is None and want is None) or (
                     str(r.e) == str(want) and
                     [math.copysign(1, v) for v in r.e] == [math.copysign(1, v) for v in want]), (

@@ -416,36 +416,65 @@ object Replay {
       present: Array[Byte], parts: Array[Byte], percentageBytes: Array[Byte],
       everyRow: Boolean): Array[Byte] = {
     val percentages = doubles(percentageBytes)
+    val answers = if (everyRow) present.length else 1
+    val out = ByteBuffer.allocate(8 * answers * (4 + 5 * percentages.length))
+    val partials = compactPartials(window, eps, timestamps, values, present, parts,
+      if (everyRow) s => putCompact(out, s.answer(percentages), percentages) else _ => ())
+    if (!everyRow) putCompact(out, mergedCompact(window, eps, partials).answer(percentages), percentages)
+    out.array()
+  }
+
+  /**
+   * The rows split, fed and merged as [[compactQuantiles]] does, then the answers for the
+   * windows `(end - length, end]` of each pair of `ends` and `lengths` (big-endian longs)
+   * ([[CompactQuantiles.answerAt]]), in its answer format.
+   */
+  def compactSubWindows(window: Long, eps: Double, timestamps: Array[Byte], values: Array[Byte],
+      present: Array[Byte], parts: Array[Byte], percentageBytes: Array[Byte], ends: Array[Byte],
+      lengths: Array[Byte]): Array[Byte] = {
+    val percentages = doubles(percentageBytes)
+    val total = mergedCompact(window, eps,
+      compactPartials(window, eps, timestamps, values, present, parts, _ => ()))
+    val (e, l) = (ByteBuffer.wrap(ends), ByteBuffer.wrap(lengths))
+    val out = ByteBuffer.allocate(ends.length * (4 + 5 * percentages.length))
+    while (e.hasRemaining) putCompact(out, total.answerAt(percentages, e.getLong(), l.getLong()), percentages)
+    out.array()
+  }
+
+  private def compactPartials(window: Long, eps: Double, timestamps: Array[Byte],
+      values: Array[Byte], present: Array[Byte], parts: Array[Byte],
+      afterRow: CompactQuantiles => Unit): Iterable[CompactQuantiles] = {
     val partials = scala.collection.mutable.TreeMap.empty[Int, CompactQuantiles]
     val t = ByteBuffer.wrap(timestamps)
     val v = ByteBuffer.wrap(values)
-    val answers = if (everyRow) present.length else 1
-    val out = ByteBuffer.allocate(8 * answers * (4 + 5 * percentages.length))
-    def flag(b: Boolean): Double = if (b) 1.0 else 0.0
-    def put(a: CompactAnswer): Unit = {
-      out.putDouble(a.inside.toDouble).putDouble(a.straddling.toDouble)
-        .putDouble(a.spread.toDouble).putDouble(a.variance)
-      percentages.indices.foreach { j =>
-        out.putDouble(if (a.estimates.isEmpty) Double.NaN else a.estimates(j))
-          .putDouble(a.lower(j)).putDouble(flag(a.hasLower(j)))
-          .putDouble(a.upper(j)).putDouble(flag(a.hasUpper(j)))
-      }
-    }
     var i = 0
     while (i < present.length) {
       val s = partials.getOrElseUpdate(parts(i).toInt, new CompactQuantiles(window, eps))
       val ts = t.getLong()
       val value = v.getDouble()
       if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
-      if (everyRow) put(s.answer(percentages))
+      afterRow(s)
       i += 1
     }
-    if (!everyRow) {
-      val total = new CompactQuantiles(window, eps)
-      partials.values.foreach(total.merge)
-      put(total.answer(percentages))
+    partials.values
+  }
+
+  /** The partials folded linearly, as Spark merges partial aggregates. */
+  private def mergedCompact(window: Long, eps: Double, partials: Iterable[CompactQuantiles]): CompactQuantiles = {
+    val total = new CompactQuantiles(window, eps)
+    partials.foreach(total.merge)
+    total
+  }
+
+  private def putCompact(out: ByteBuffer, a: CompactAnswer, percentages: Array[Double]): Unit = {
+    def flag(b: Boolean): Double = if (b) 1.0 else 0.0
+    out.putDouble(a.inside.toDouble).putDouble(a.straddling.toDouble)
+      .putDouble(a.spread.toDouble).putDouble(a.variance)
+    percentages.indices.foreach { j =>
+      out.putDouble(if (a.estimates.isEmpty) Double.NaN else a.estimates(j))
+        .putDouble(a.lower(j)).putDouble(flag(a.hasLower(j)))
+        .putDouble(a.upper(j)).putDouble(flag(a.hasUpper(j)))
     }
-    out.array()
   }
 
   /**
