@@ -25,3 +25,30 @@ def test_a_window_of_a_million_rows_holds_a_few_megabytes(sketches, family, orde
     assert big < 5 * MB, (family, big)
     # Ten times the rows: the structures grow with log(rows), not with rows.
     assert big < 2 * small + MB // 2, (family, small, big)
+
+
+def largest_power_of_two_at_most(x: float, cap: int) -> int:
+    limit = 1
+    while 2 * limit <= x and limit < cap:
+        limit *= 2
+    return limit
+
+
+@pytest.mark.parametrize("eps", [0.5, 0.25, 0.2, 0.1, 0.01, 1e-3, 1e-5, 1e-7, 1e-9])
+def test_exact_limits_are_the_documented_powers_of_two_capped(spark, eps):
+    """Below each limit a window is held exactly, past it bounded (docs/percentiles.md,
+    docs/top-k.md): percentiles the largest power of two at most 64 / eps in bytes (the
+    Python reader's too) and 320 / eps in a running frame's memory, top values at most
+    8 / eps; capped at 2^24 (a format's most values), 2^16 and 2^24, so tiny eps never
+    let a window's rows decide memory."""
+    from windowsketch import _scala_object
+    from windowsketch.sketch.percentile import _exact_limit
+
+    compact = _scala_object(spark, "windowsketch.core.CompactQuantiles")
+    in_bytes = largest_power_of_two_at_most(64 / eps, 1 << 24)
+    assert compact.exactLimit(eps) == _exact_limit(eps) == in_bytes
+    assert compact.orderedExactLimit(eps) == largest_power_of_two_at_most(320 / eps, 1 << 16)
+    assert _scala_object(spark, "windowsketch.core.OrderedTopK").exactLimit(eps) == \
+        largest_power_of_two_at_most(8 / eps, 1 << 24)
+    if eps <= 1e-7:
+        assert in_bytes == 1 << 24

@@ -278,6 +278,23 @@ def test_an_input_before_one_already_folded_is_dropped_as_late(sketches):
     assert state(folded, [(15, 0, 1)]) != state(folded, [])  # at the last folded time: kept
 
 
+def test_a_live_percentile_turns_compact_one_value_past_the_exact_limit(sketches):
+    """At eps 0.25 a key's percentile window holds 256 values exactly: a state stopped with
+    256 values in the window reads back exact, one with 257 compact (as an add past the
+    limit turns it), and both answer as the window's values say."""
+    aggregates = "percentile:0.25:0.5"
+    for rows, form in ((256, "exact"), (257, "bounded")):
+        values = np.arange(rows, dtype=np.float64)[::-1]
+        state, lines = (lambda out: (bytes(out[0]), str(out[1]).splitlines()))(
+            sketches.replay.liveWindowState(10**6, 1, aggregates, b"", packed(
+                [(t, 0, int(np.float64(v).view(np.int64))) for t, v in enumerate(values)]),
+                rows - 1))
+        assert sketches.replay.liveSlideForms(10**6, 1, aggregates, state) == form, rows
+        assert int(lines[-1].split("|")[0]) == rows - 1
+        median = float(lines[-1].split("|")[1])
+        assert abs(median - (rows - 1) / 2) <= 0.25 * rows, (rows, median)
+
+
 @pytest.mark.parametrize("aggregate, most", [("percentile:0.01:0.5:0.99", 500_000),
                                              ("top_k:5:0.01", 400_000)])
 def test_a_busy_keys_state_is_set_by_eps_not_by_its_rows(sketches, aggregate, most):

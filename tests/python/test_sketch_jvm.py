@@ -525,6 +525,49 @@ def percentile_blob(sketches, seed: int, n: int, eps: float, nan_bits=(CANONICAL
     return bytes(sketches.format.serializeQuantiles(s))
 
 
+def with_eps(blob: bytes, eps: float) -> bytes:
+    """The same sketch bytes labelled with another eps (a sketch written under a larger exact
+    limit than today's), signed again."""
+    _, at = read_varint(blob, 3)
+    return sign(blob[:at] + np.array([eps], dtype=">f8").tobytes() + blob[at + 8:-4])
+
+
+def test_percentile_sketches_turn_compact_one_value_past_the_exact_limit(sketches):
+    """At eps 0.25 the exact limit is 256 values (the largest power of two at most 64 / eps):
+    in both readers a window of 256 values stays exact (kind 4) when added, read and
+    written, and merged from 128 + 128; one more value, in any of these, writes kind 8,
+    the same bytes from both readers. Bytes of 256 values labelled eps 0.5 (limit 128),
+    as a build with a larger limit wrote them, read and are written back compact."""
+    eps, window = 0.25, 10**6
+
+    def jvm(values, start=0):
+        return sketches.replay.quantileSketch(window, eps, False, longs(np.arange(start, start + len(values))),
+                                              np.asarray(values, dtype=">f8").tobytes())
+
+    def written(sketch) -> bytes:
+        return bytes(sketches.format.serializeQuantiles(sketch))
+
+    rng = np.random.default_rng(67)
+    values = np.round(rng.gamma(2.0, 30.0, 257), 1)
+    kinds = {}
+    for n in (256, 257):
+        blob = written(jvm(values[:n]))
+        python = PercentileSketch.from_bytes(blob)
+        read_back = written(sketches.format.deserializeQuantiles(blob))
+        assert python.to_bytes() == read_back == blob
+        older, newer = jvm(values[:128]), jvm(values[128:n], start=128)
+        older.merge(newer)
+        merged = written(older)
+        python_merged = PercentileSketch.from_bytes(written(jvm(values[:128]))).merge(
+            PercentileSketch.from_bytes(written(jvm(values[128:n], start=128))))
+        assert python_merged.to_bytes() == merged
+        kinds[n] = (blob[2], merged[2])
+    assert kinds == {256: (4, 4), 257: (8, 8)}
+    relabelled = with_eps(written(jvm(values[:256])), 0.5)
+    from_jvm = written(sketches.format.deserializeQuantiles(relabelled))
+    assert from_jvm[2] == 8 and PercentileSketch.from_bytes(relabelled).to_bytes() == from_jvm
+
+
 def test_compact_percentile_damage_behind_a_valid_checksum_gets_both_refusals(sketches):
     """Kind 8's checks behind the checksum, each reached by one change: values out of order
     in a level, a NaN with other bits (each NaN is held as the canonical one, so equal
