@@ -144,7 +144,7 @@ SCRIPT = textwrap.dedent("""
 
     # sliding_window through the server's relation plugin: a stream of files, every row
     # against the windows (T - 10, T] of the positions, as on a classic session.
-    import json, os, tempfile
+    import json, math, os, tempfile
     from windowsketch import live
     from windowsketch.streaming import sliding_window
     source = tempfile.mkdtemp()
@@ -184,6 +184,53 @@ SCRIPT = textwrap.dedent("""
                    (20, 1, 4, 1, 4.0), (25, 0, 0, 0, None), (30, 1, 9, 1, 9.0),
                    (35, 1, 9, 1, 9.0), (40, 0, 0, 0, None)], got
     print("CONNECT SLIDING WINDOW OK", len(got))
+
+    # A TIMESTAMP ts and a restart from the checkpoint between the files: every emitted row
+    # of both runs against its window [T - 10 s, T]: all five statistics, two percentiles
+    # (rank ceil(p n)) and the two most frequent values (then by value).
+    import statistics
+    tsource, tcheck = tempfile.mkdtemp(), tempfile.mkdtemp()
+    t0 = datetime.datetime(2024, 1, 1)
+    timed = [(1, 5.0), (2, 7.0), (3, 1.0), (9, 4.0), (10, 4.0), (14, 8.0), (15, 9.0),
+             (20, 2.0), (31, 2.0)]
+    def write_timed(i, rows):
+        path = os.path.join(tsource, f"{i}.json")
+        with open(path, "w") as f:
+            f.write("\\n".join(json.dumps({"k": k, "ts": (t0 + datetime.timedelta(seconds=s))
+                                          .isoformat(), "x": x}) for k, s, x in rows))
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    timed_events = (spark.readStream.schema("k STRING, ts TIMESTAMP, x DOUBLE")
+                    .option("maxFilesPerTrigger", 1).json(tsource).withWatermark("ts", "2 seconds"))
+    timed_window = sliding_window(timed_events, "k", "ts", "10 seconds", "5 seconds", [
+        live.moments("x"), live.percentile("x", [0.5, 0.9]).alias("p"),
+        live.top_k("x", 2).alias("top")])
+    timed_out = tempfile.mkdtemp()  # a file sink: the memory sink cannot restart
+    for run_index, files in enumerate([[[("a", s, x) for s, x in timed[:5]]],
+                                       [[("a", s, x) for s, x in timed[5:]], [("z", 100, 0.0)]]]):
+        for i, rows in enumerate(files):
+            write_timed(2 * run_index + i, rows)
+        q = (timed_window.writeStream.format("parquet").option("path", timed_out)
+             .option("checkpointLocation", tcheck).start())
+        q.processAllAvailable()
+        q.stop()
+    emitted = spark.read.parquet(timed_out).where("k = 'a'").collect()
+    ends = sorted(int((r.window_end - t0).total_seconds()) for r in emitted)
+    assert ends == list(range(5, 50, 5)), ends  # each once, 45 the first empty window
+    for r in emitted:
+        end = int((r.window_end - t0).total_seconds())
+        xs = sorted(x for s, x in timed if end - 10 <= s <= end)
+        if not xs:
+            assert list(r.moments) == [None] * 5 and r.p is None and r.top == [], r
+            continue
+        want = [statistics.fmean(xs), statistics.pvariance(xs),
+                statistics.variance(xs) if len(xs) > 1 else None, statistics.pstdev(xs),
+                statistics.stdev(xs) if len(xs) > 1 else None]
+        assert all((w is None and g is None) or abs(g - w) < 1e-9
+                   for g, w in zip(r.moments, want)), (end, r.moments, want)
+        assert list(r.p) == [xs[max(math.ceil(q * len(xs)) - 1, 0)] for q in (0.5, 0.9)], (end, r.p)
+        counts = sorted(((-xs.count(x), x) for x in set(xs)))[:2]
+        assert [(t.item, t["count"]) for t in r.top] == [(x, -c) for c, x in counts], (end, r.top)
+    print("CONNECT TIMESTAMP RESTART OK", len(emitted))
 
     # sliding_counts runs as sliding_window with one count: its columns, and with thresholds
     # one row per certified crossing (above 2: 3 events at 10, 2 at 15; below 2: 2 at 5, 1 at 20).
@@ -226,7 +273,7 @@ def test_dataframe_function_under_spark_connect(tmp_path):
     assert "CONNECT DISTINCT OK 40" in out and "CONNECT PERCENTILES OK 40" in out
     assert "CONNECT MOMENTS OK 40" in out and "CONNECT TOP K OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
-    assert "CONNECT SLIDING WINDOW OK 8" in out
+    assert "CONNECT SLIDING WINDOW OK 8" in out and "CONNECT TIMESTAMP RESTART OK 9" in out
     assert ("UPDATE REFUSED: sliding_window emits final rows, each (key, window_end) once: "
             "write it in append mode") in out
     assert ("CONNECT SLIDING WINDOW REFUSED: sliding_window: count `count`: its column must be "

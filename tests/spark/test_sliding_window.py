@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
+from conftest import SPARK_LINE
 from live_reference import check_crossings_against_exact, tick_at_or_after
 from moments_reference import STATS, Exact, check_statistic
 from test_sliding_counts import BASE, DELAY_S, EVERY_S, US, WINDOW_S, WINDOW_UNITS, micros, \
@@ -278,6 +279,17 @@ def test_a_negative_sum_value_stops_the_query_naming_it(spark, tmp_path):
         run_positions(spark, tmp_path, batches, [live.sum("x")])
 
 
+@pytest.mark.parametrize("value, shown", [(float("nan"), "NaN"), (float("-inf"), "-Infinity")])
+def test_a_nan_or_infinite_moments_value_stops_the_query_naming_it(spark, tmp_path, value, shown):
+    """Moments of NaN or an infinity have no meaning a bound could certify (percentiles rank
+    them, as Spark does): the batch fails naming the value, never a NaN answer."""
+    batches = [[{"k": "a", "pos": 1, "x": 3.0}, {"k": "a", "pos": 2, "x": value}]]
+    with pytest.raises(Exception, match=re.escape(
+            f"sliding_window: moments take finite values, got {shown}")):
+        run_positions(spark, tmp_path, batches, [live.moments("x")],
+                      schema="k STRING, pos BIGINT, x DOUBLE")
+
+
 def test_a_state_the_operator_cannot_read_stops_the_query_naming_the_key(spark, tmp_path):
     """A checkpoint written by sliding_counts, restarted as sliding_window: the state
     store's values do not decode, and the query says so, naming the key (never a row)."""
@@ -347,6 +359,25 @@ def test_alerts_on_a_family_without_bounds_are_refused_naming_it(spark, stream):
      "sliding_window: count `count`: eps must be in [1.0E-4, 1), got 1.5"),
     (window_of(live.distinct("s", rsd=0.5)), ValueError,
      "sliding_window: distinct `distinct`: rsd must be in [0.01, 0.39], got 0.5"),
+    (window_of(live.percentile("n", 0.5, eps=2.0)), ValueError,
+     "sliding_window: percentile `percentile`: eps must be in [1.0E-4, 1), got 2.0"),
+    (window_of(live.percentile("b", [0.5, 0.9])), ValueError,
+     "sliding_window: percentile `percentile`: its column must be numeric, got BOOLEAN"),
+    (lambda s: live.percentile("n", []), ValueError,
+     "`percentage` must be a number in [0, 1] or a non-empty list of them, got []"),
+    (window_of(live.moments("n", eps=1.5).alias("spread")), ValueError,
+     "sliding_window: moments `spread`: eps must be in [1.0E-4, 1), got 1.5"),
+    (window_of(live.moments("s")), ValueError,
+     "sliding_window: moments `moments`: its column must be numeric, got STRING"),
+    (lambda s: live.top_k("s", 0), ValueError,
+     "`k` must be a positive int (how many values to list), got 0"),
+    (lambda s: live.top_k("s", 2.5), ValueError,
+     "`k` must be a positive int (how many values to list), got 2.5"),
+    (window_of(live.top_k("s", 3, eps=0)), ValueError,
+     "sliding_window: top_k `top_k`: eps must be in [1.0E-4, 1), got 0.0"),
+    (lambda s: window_of(live.top_k(F.create_map("s", "n"), 3))(s), ValueError,
+     "sliding_window: top_k `top_k`: its column must be BOOLEAN, numeric, STRING, DATE or "
+     "TIMESTAMP, got MAP<STRING, INT>"),
     (window_of(live.count("nope")), Exception, "nope"),
     (lambda s: sliding_window(s, "key", "ts", "10 minutes", "1 minute", []), TypeError,
      "`aggregates` must be a non-empty list of windowsketch.live aggregates"),
@@ -366,6 +397,34 @@ def test_alerts_on_a_family_without_bounds_are_refused_naming_it(spark, stream):
 def test_bad_arguments_are_named(stream, call, error, message):
     with pytest.raises(error, match=re.escape(message)):
         call(stream)
+
+
+@pytest.mark.skipif(SPARK_LINE == "3.5", reason="the relation plugin is Spark Connect's, from Spark 4")
+def test_the_connect_relation_plugin_passes_other_messages_on_and_names_a_missing_field(spark):
+    """The server offers every relation extension to each plugin: another type URL is left
+    to the others (empty), and ours without its events or its description is refused by
+    name before anything is planned."""
+    from windowsketch import _scala_object
+
+    def message(field: int, payload: bytes) -> bytes:  # a length-delimited protobuf field
+        size = bytearray()
+        n = len(payload)
+        while n >= 0x80:
+            size.append((n & 0x7F) | 0x80)
+            n >>= 7
+        return bytes([field << 3 | 2]) + bytes(size) + bytes([n]) + payload
+
+    def extension(type_url: str, value: bytes) -> bytes:  # a google.protobuf.Any
+        return message(1, type_url.encode()) + message(2, value)
+
+    plugin = spark._jvm.org.apache.spark.sql.windowsketch.SlidingWindowRelationPlugin()
+    ours = _scala_object(spark, "org.apache.spark.sql.windowsketch.SlidingWindowRelationPlugin").TypeUrl()
+    assert not plugin.transform(extension("type.googleapis.com/other.Relation", b"\x12\x02{}"),
+                                None).isPresent()
+    for value in (message(2, b'{"key": ["k"]}'), b""):
+        with pytest.raises(Exception, match=re.escape(
+                "sliding_window: the Connect relation lacks its events or its description")):
+            plugin.transform(extension(ours, value), None)
 
 
 def test_a_table_is_refused_with_the_functions_to_use(spark):
