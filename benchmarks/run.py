@@ -44,6 +44,7 @@ class Sizes:
     churn_events: int
     churn_batches: int
     live_warm_up: bool  # run every live query once before the measured run
+    live_each_family: bool  # sliding_window with each family alone, beside all six
     stored_sketches: int
     column_sketches: int
     sum_rows: int
@@ -71,7 +72,7 @@ QUICK = Sizes(core_rows=2_000_000, window_rows=100_000, windows=[10**3, 10**5],
               state_events=100_000, state_windows=[10**3, 10**6, 10**9],
               synthetic_rows=50_000, stream_keys=100, stream_events=20_000, stream_files=4,
               churn_keys=5_000, churn_events=40_000, churn_batches=2, live_warm_up=False,
-              stored_sketches=5_000,
+              live_each_family=False, stored_sketches=5_000,
               column_sketches=20_000, sum_rows=100_000, percentile_rows=50_000,
               percentile_window=1_000, percentile_sliding_rows=1_000, percentile_keys=[10**3],
               moments_rows=100_000, moments_window=10_000, moments_sliding_window=1_000,
@@ -85,7 +86,7 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              state_windows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
              synthetic_rows=500_000, stream_keys=1000, stream_events=1_000_000, stream_files=10,
              churn_keys=200_000, churn_events=2_000_000, churn_batches=12, live_warm_up=True,
-             stored_sketches=100_000,
+             live_each_family=True, stored_sketches=100_000,
              column_sketches=1_000_000, sum_rows=3_000_000, percentile_rows=1_000_000,
              percentile_window=10_000, percentile_sliding_rows=500, percentile_keys=[10**4, 10**6],
              moments_rows=10_000_000, moments_window=100_000, moments_sliding_window=10_000,
@@ -1222,8 +1223,9 @@ def stored_sketches(spark, sizes, report, workdir):
 KEYED_FLOOR = "Spark's groupBy(key).count() (the keyed stateful floor)"
 
 
-def live_queries(events) -> dict:
-    """The live operators (first) and what a user would run instead, on one event stream."""
+def live_queries(events, each_family: bool = True) -> dict:
+    """The live operators (first) and what a user would run instead, on one event stream;
+    `each_family` adds sliding_window with each family alone."""
     from pyspark.sql import functions as F
 
     from windowsketch import live
@@ -1241,7 +1243,7 @@ def live_queries(events) -> dict:
     return {
         "sliding_counts": (sliding_counts(events, "key", "ts", "1 hour", "1 minute"), "append"),
         f"sliding_window: {', '.join(families)}": window(*families),
-        **{f"sliding_window: {name} alone": window(name) for name in families},
+        **{f"sliding_window: {name} alone": window(name) for name in families if each_family},
         KEYED_FLOOR: (
             events.groupBy("key").count(), "update"),
         "groupBy(key).agg(approx_window_count)": (events.groupBy("key").agg(
@@ -1295,9 +1297,11 @@ def live_counts(spark, sizes, report, workdir):
         return (spark.readStream.schema("key BIGINT, ts TIMESTAMP, x BIGINT")
                 .option("maxFilesPerTrigger", 1).parquet(folder).withWatermark("ts", "1 minute"))
 
-    for i, (df, mode) in enumerate(live_queries(events(source)).values() if sizes.live_warm_up else []):
+    each_family = sizes.live_each_family
+    for i, (df, mode) in enumerate(live_queries(events(source), each_family).values()
+                                   if sizes.live_warm_up else []):
         run_stream(df, mode, os.path.join(workdir, f"churn-warm-up-ckpt-{i}"))
-    queries = live_queries(events(source))
+    queries = live_queries(events(source), each_family)
     # Every row is an input of every family but the sum (x may be 0), so these operators'
     # keys are live exactly when they hold an event.
     live_operators = [name for name in queries if "sliding" in name and "sum alone" not in name]
