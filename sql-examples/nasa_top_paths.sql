@@ -40,11 +40,19 @@ SELECT id, top_404,
              1, 1) AS leader
 FROM tops;
 
+-- Each listed path's exact count in its row's hour: the listed paths placed among the
+-- requests of the same path, each counting the requests of [ts - 1 hour, ts] (a join on
+-- the path and the hour would pair each listing with every request of its path).
 CREATE TEMPORARY VIEW listed_counts AS
-SELECT l.id, l.top.item AS path, l.top.lower, l.top.upper, count(*) AS exact
-FROM (SELECT id, ts, explode(top_paths) AS top FROM tops) l
-JOIN requests r ON r.url = l.top.item AND r.ts BETWEEN l.ts - INTERVAL 1 HOUR AND l.ts
-GROUP BY l.id, l.top.item, l.top.lower, l.top.upper;
+SELECT id, path, lower, upper, exact
+FROM (SELECT id, path, lower, upper,
+             count(request) OVER (PARTITION BY path ORDER BY ts
+                                  RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND CURRENT ROW) AS exact
+      FROM (SELECT id, ts, top.item AS path, top.lower, top.upper, NULL AS request
+            FROM (SELECT id, ts, explode(top_paths) AS top FROM tops)
+            UNION ALL
+            SELECT NULL, ts, url, NULL, NULL, 1 FROM requests))
+WHERE id IS NOT NULL;
 
 -- On every row: the 404 leader equals the exact one, and every listed path's bounds
 -- bracket its exact count.
