@@ -285,10 +285,9 @@ def test_a_live_percentile_turns_compact_one_value_past_the_exact_limit(sketches
     aggregates = "percentile:0.25:0.5"
     for rows, form in ((256, "exact"), (257, "bounded")):
         values = np.arange(rows, dtype=np.float64)[::-1]
-        state, lines = (lambda out: (bytes(out[0]), str(out[1]).splitlines()))(
-            sketches.replay.liveWindowState(10**6, 1, aggregates, b"", packed(
-                [(t, 0, int(np.float64(v).view(np.int64))) for t, v in enumerate(values)]),
-                rows - 1))
+        out = sketches.replay.liveWindowState(10**6, 1, aggregates, b"", packed(
+            [(t, 0, int(np.float64(v).view(np.int64))) for t, v in enumerate(values)]), rows - 1)
+        state, lines = bytes(out[0]), str(out[1]).splitlines()
         assert sketches.replay.liveSlideForms(10**6, 1, aggregates, state) == form, rows
         assert int(lines[-1].split("|")[0]) == rows - 1
         median = float(lines[-1].split("|")[1])

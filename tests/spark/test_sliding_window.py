@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from conftest import SPARK_LINE
 from live_reference import check_crossings_against_exact, tick_at_or_after
 from moments_reference import STATS, Exact, check_statistic
+from sketch_layout import varint
 from test_sliding_counts import BASE, DELAY_S, EVERY_S, US, WINDOW_S, WINDOW_UNITS, micros, \
     micros_of, write_in_order
 from windowsketch import live
@@ -407,19 +408,14 @@ def test_the_connect_relation_plugin_passes_other_messages_on_and_names_a_missin
     from windowsketch import _scala_object
 
     def message(field: int, payload: bytes) -> bytes:  # a length-delimited protobuf field
-        size = bytearray()
-        n = len(payload)
-        while n >= 0x80:
-            size.append((n & 0x7F) | 0x80)
-            n >>= 7
-        return bytes([field << 3 | 2]) + bytes(size) + bytes([n]) + payload
+        return bytes([field << 3 | 2]) + varint(len(payload)) + payload
 
     def extension(type_url: str, value: bytes) -> bytes:  # a google.protobuf.Any
         return message(1, type_url.encode()) + message(2, value)
 
     plugin = spark._jvm.org.apache.spark.sql.windowsketch.SlidingWindowRelationPlugin()
     ours = _scala_object(spark, "org.apache.spark.sql.windowsketch.SlidingWindowRelationPlugin").TypeUrl()
-    assert not plugin.transform(extension("type.googleapis.com/other.Relation", b"\x12\x02{}"),
+    assert not plugin.transform(extension("type.googleapis.com/other.Relation", message(2, b"{}")),
                                 None).isPresent()
     for value in (message(2, b'{"key": ["k"]}'), b""):
         with pytest.raises(Exception, match=re.escape(
