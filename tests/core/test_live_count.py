@@ -2,6 +2,8 @@
 operator drives it, against brute-force exact counts of every tick's window."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -105,6 +107,21 @@ def test_state_survives_bytes_between_batches(sketches):
         assert state_bytes <= 600 + 3 * waiting, (b, state_bytes, waiting)
 
 
+def test_a_busy_keys_state_holds_its_histogram_and_the_events_after_the_watermark(sketches):
+    """One event a position for 2.4·10^5 positions, window 2.4·10^5, a tick every 6·10^4
+    (a minute of a busy key), batches of 5,000 with the watermark 1,000 behind the newest:
+    events at or before the watermark enter the histogram at once, so the state is the
+    histogram (a few KB) plus the events after the watermark, never the events of a tick
+    still to come (up to 6·10^4 here)."""
+    n, window, every, delay = 240_000, 240_000, 60_000, 1_000
+    ts = np.arange(n, dtype=np.int64)
+    batches = np.array_split(ts, n // 5_000)
+    up_to = [int(b[-1]) - delay for b in batches]
+    _, per_batch = run_live(sketches, window, every, 0.01, batches, up_to)
+    for b, state_bytes in enumerate(per_batch[:, 2]):
+        assert state_bytes <= 4_000 + 3 * delay, (b, state_bytes)
+
+
 def test_late_events_are_refused_not_counted(sketches):
     """At or before a tick already emitted: refused (Spark's watermark drops these first)."""
     rows, per_batch = run_live(sketches, 100, 10, 0.1, [[5, 15, 25], [20, 31], [30]],
@@ -155,6 +172,16 @@ def test_alerts_fire_once_per_certified_crossing(sketches, above, below):
         above if above >= 0 else None, below if below >= 0 else None, 0.05)
 
 
+def test_a_crossing_at_an_empty_first_tick_is_emitted(sketches):
+    """`every` longer than the window: the event at 1 has left the window ending at the first
+    tick, 60. A count starts under any `below`; at 0 it is not under `below 0`, so that
+    alert rises there, and the row says so although the window is empty."""
+    rows, per_batch = run_live(sketches, 10, 60, 0.1, [[1]], [1000], below=0)
+    assert [(int(r[1]), ALERT[int(r[5])], CROSSING[int(r[6])], int(r[4])) for r in rows] == \
+        [(60, "below", "rise", 0)]
+    assert per_batch[-1, 0] == 0
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_alerts_are_never_false_against_the_exact_count_near_the_threshold(sketches, seed):
     """A count that hovers around the thresholds, within the estimate's error: every alert
@@ -180,9 +207,9 @@ def test_state_from_other_parameters_is_refused(sketches):
     state = sketches.replay.liveCount(spec)
     state.add(5)
     data = state.toBytes()
-    with pytest.raises(Exception, match="written for another window or eps"):
+    with pytest.raises(Exception, match=re.escape("written with window 100 (now 200)")):
         sketches.replay.liveFromBytes(other, data)
     damaged = bytearray(bytes(data))
     damaged[3] ^= 1
-    with pytest.raises(Exception, match="invalid sketch bytes: live count state checksum"):
+    with pytest.raises(Exception, match="invalid sketch bytes: live window state checksum"):
         sketches.replay.liveFromBytes(spec, bytes(damaged))

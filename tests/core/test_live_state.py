@@ -1,11 +1,12 @@
-"""Live count state across versions and restarts: state written by version 1 (before the
-state recorded `every` and the thresholds) still reads, and a query resumed from it emits
+"""Live count state across versions and restarts: state written by versions 1 (before the
+state recorded `every` and the thresholds) and 2 (a layout of its own) still reads, and a query resumed from it emits
 exactly the rows of one that never stopped; a restart with another `every`, `alert_above`
 or `alert_below` is refused naming each change; damaged state whose checksum was made to
 match is refused or loads into a state that keeps working, never a crash.
 
 `python tests/core/test_live_state.py OUT_DIR` writes the golden states with whatever jar
-the session loads: it wrote tests/golden/live/ with version 1's LiveCount."""
+the session loads: it wrote tests/golden/live/ with version 1's LiveCount, and the `v2_`
+files with version 2's (since then a live count's state is a live window's)."""
 from __future__ import annotations
 
 import os
@@ -53,57 +54,67 @@ def live_state(sketches, name, state, ts, up_to, **changes):
     return bytes(out[0]), [tuple(int(x) for x in r) for r in rows]
 
 
-def load(name: str) -> bytes:
-    with open(os.path.join(GOLDEN_LIVE, f"{name}.bin"), "rb") as f:
+def load(name: str, version: int) -> bytes:
+    prefix = "" if version == 1 else f"v{version}_"
+    with open(os.path.join(GOLDEN_LIVE, f"{prefix}{name}.bin"), "rb") as f:
         return f.read()
 
 
+@pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_version_1_state_resumes_as_if_never_stopped(sketches, name):
+def test_an_old_layouts_state_resumes_as_if_never_stopped(sketches, name, version):
     before, tick, after, end = events(name)
-    old = load(name)
-    assert old[0] == 1  # written by version 1
+    old = load(name, version)
+    assert old[0] == version  # a live count's own layout
     _, resumed = live_state(sketches, name, old, after, end)
     state, first = live_state(sketches, name, b"", before, tick)
-    assert state[0] == 2
+    assert state[:2] == bytes([0x57, 3])  # now a live window's
     _, rest = live_state(sketches, name, state, after, end)
     _, straight = live_state(sketches, name, b"", np.concatenate([before, after]), end)
     assert resumed == rest and first + rest == straight and len(resumed) >= 2, name
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"every": 20}, "every 10 (now 20)"),
-    ({"above": 31}, "alert_above 30 (now 31)"),
-    ({"below": -1}, "alert_below 5 (now none)"),
-    ({"every": 5, "above": -1}, "every 10 (now 5), alert_above 30 (now none)"),
+@pytest.mark.parametrize("change, old_message, message", [
+    ({"every": 20}, "every 10 (now 20)", "every 10 (now 20)"),
+    ({"above": 31}, "alert_above 30 (now 31)",
+     "aggregates count(0.1, above 30, below 5) (now count(0.1, above 31, below 5))"),
+    ({"below": -1}, "alert_below 5 (now none)",
+     "aggregates count(0.1, above 30, below 5) (now count(0.1, above 30))"),
+    ({"every": 5, "above": -1}, "every 10 (now 5), alert_above 30 (now none)",
+     "every 10 (now 5), aggregates count(0.1, above 30, below 5) (now count(0.1, below 5))"),
+    ({"eps": 0.2}, "written for another window or eps",
+     "aggregates count(0.1, above 30, below 5) (now count(0.2, above 30, below 5))"),
 ])
-def test_restart_with_other_every_or_thresholds_is_refused(sketches, change, message):
+def test_restart_with_other_every_or_thresholds_is_refused(sketches, change, old_message, message):
     before, tick, _, _ = events("positions_alerts")
     state, _ = live_state(sketches, "positions_alerts", b"", before, tick)
-    with pytest.raises(Exception, match=re.escape(f"the live count state was written with {message}: ")):
+    with pytest.raises(Exception, match=re.escape(f"the live window state was written with {message}: ")):
         live_state(sketches, "positions_alerts", state, [], tick, **change)
-    with pytest.raises(Exception, match="written for another window or eps"):
-        live_state(sketches, "positions_alerts", state, [], tick, eps=0.2)
+    with pytest.raises(Exception, match=re.escape(old_message)):
+        live_state(sketches, "positions_alerts", load("positions_alerts", 2), [], tick, **change)
 
 
 def test_pending_events_at_or_before_the_last_tick_are_refused(sketches):
-    """The last field is the pending events as steps from the last tick: one event 3 after
-    it is (1, 3). A step of 0 puts it on the emitted tick, a window already final."""
+    """The last field is the pending events as (step from the previous, aggregate): one
+    event 3 after the last tick is (1, 3, 0). A step of 0 puts it on the emitted tick, a
+    window already final."""
     state, _ = live_state(sketches, "positions_alerts", b"", [1, 2, 3, 23], 20)
     body = state[:-4]
-    assert body[-2:] == bytes([1, 3])
+    assert body[-3:] == bytes([1, 3, 0])
     minus_one = b"\xff" * 9 + b"\x01"  # a step back: events out of order
-    for damaged in (body[:-1] + bytes([0]), body[:-2] + bytes([2, 3]) + minus_one):
-        with pytest.raises(Exception, match="invalid sketch bytes: pending events out of order"):
+    for damaged in (body[:-2] + bytes([0, 0]), body[:-3] + bytes([2, 3, 0]) + minus_one + bytes([0])):
+        with pytest.raises(Exception, match="invalid sketch bytes: pending inputs out of order"):
             live_state(sketches, "positions_alerts", damaged + zlib.crc32(damaged).to_bytes(4, "big"),
                        [], 20)
 
 
-def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sketches):
+@pytest.mark.parametrize("layout", ["live window", "version 2"])
+def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sketches, layout):
     """Every single-bit flip, the checksum recomputed: refused with "invalid sketch bytes",
     or read into a state that takes the rest of the stream without an error."""
     before, tick, after, end = events("positions_alerts")
-    state, _ = live_state(sketches, "positions_alerts", b"", before, tick)
+    state = (live_state(sketches, "positions_alerts", b"", before, tick)[0] if layout == "live window"
+             else load("positions_alerts", 2))
     body = state[:-4]
     refused = loaded = 0
     for bit in range(8 * len(body)):
@@ -115,7 +126,8 @@ def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sket
         except Exception as e:  # py4j wraps the JVM's exception
             # A flip in `every` or a threshold reads as a restart under other parameters.
             assert ("invalid sketch bytes: " in str(e) or
-                    "the live count state was written with " in str(e)), (bit, str(e)[:400])
+                    re.search("the live (count|window) state was written (with|for) ", str(e))), \
+                (bit, str(e)[:400])
             refused += 1
         else:
             loaded += 1

@@ -168,8 +168,9 @@ def test_alerts_emit_only_crossings(spark, tmp_path):
     query = (changed.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
              .foreachBatch(lambda df, _: out.extend(df.collect())).start())
     try:
-        with pytest.raises(Exception, match=r"the live count state was written with "
-                                            r"alert_above 20 \(now 25\)"):
+        with pytest.raises(Exception, match=r"the live window state was written with "
+                                            r"aggregates count\(0.01, above 20, below 5\) "
+                                            r"\(now count\(0.01, above 25, below 5\)\)"):
             query.processAllAvailable()
     finally:
         query.stop()

@@ -14,12 +14,6 @@ final case class LiveCountSpec(
   ExponentialHistogram.checkParameters(window, eps)
   require(every > 0, s"every must be positive, got $every")
   def alerts: Boolean = alertAbove.isDefined || alertBelow.isDefined
-
-  /** The first tick (a multiple of `every`) at or after `ts`. */
-  def tickAtOrAfter(ts: Long): Long = {
-    val down = Math.floorDiv(ts, every) * every
-    if (down == ts) ts else down + every
-  }
 }
 
 /**
@@ -74,122 +68,71 @@ final case class LiveRow(tick: Long, estimate: Long, lower: Long, upper: Long,
  * declares final (`advance(T)`: every event at or before T has arrived), the count of
  * events in the window ending at T, with the exponential histogram's guarantee.
  *
- * Events arrive in any order up to the caller's lateness; those after the last tick wait
- * in `pending` and enter the time-ordered histogram in time order as ticks pass, so the
- * histogram only ever sees events in order. A tick where the window is empty is skipped,
- * except the first after a non-empty one (the row that tells a sink the count fell to 0);
- * once the window is empty and nothing is pending the key is finished and its state can be
- * dropped. With alert thresholds, only certified crossings are emitted (see [[CertifiedAlert]]).
+ * It is a [[LiveWindow]] of one count aggregate, so its tick rules are that window's:
+ * events the caller has declared final enter the histogram at once and only those after
+ * the caller's last `advance` wait. A tick where the window is empty is skipped, except the
+ * first after a non-empty one (the row that tells a sink the count fell to 0); once the
+ * window is empty and nothing waits the key is finished and its state can be dropped.
+ * With alert thresholds, only certified crossings are emitted (see [[CertifiedAlert]]).
  */
-final class LiveCount private (
-    val spec: LiveCountSpec,
-    private var settled: ExponentialHistogram,
-    private var lastTick: Long,
-    private var hasTick: Boolean,
-    private var lastWasEmpty: Boolean,
-    private val alert: CertifiedAlert,
-    private var pending: Array[Long],
-    private var pendingSize: Int) {
+final class LiveCount private (val spec: LiveCountSpec, private val live: LiveWindow) {
 
   def this(spec: LiveCountSpec) =
-    this(spec, new ExponentialHistogram(spec.window, spec.eps), 0L, false, true,
-      new CertifiedAlert(spec.alertAbove, spec.alertBelow), new Array[Long](8), 0)
+    this(spec, new LiveWindow(spec.window, spec.every, LiveCount.aggregates(spec)))
 
   /**
    * Adds one event at `ts`. Returns false, counting nothing, if `ts` is at or before a tick
-   * already emitted: that window is final and the event is late.
+   * already emitted, or before an event already folded: that time is final and the event
+   * is late.
    */
-  def add(ts: Long): Boolean =
-    if (hasTick && ts <= lastTick) false
-    else {
-      if (pendingSize == pending.length) pending = java.util.Arrays.copyOf(pending, 2 * pendingSize)
-      pending(pendingSize) = ts
-      pendingSize += 1
-      true
-    }
+  def add(ts: Long): Boolean = live.add(ts, 0, 1L)
 
   /** True while the key has events in its window or waiting: its state must be kept. */
-  def isLive: Boolean = liveFrom(0)
+  def isLive: Boolean = live.isLive
 
   /**
    * The next tick that can emit a row or finish the key, read right after [[advance]];
    * only meaningful when [[isLive]].
    */
-  def nextTick: Long = dueFrom(0)
+  def nextTick: Long = live.nextTick
 
   /** Emits the rows of every tick up to `upTo` that is due, in tick order. */
-  def advance(upTo: Long, emit: LiveRow => Unit): Unit = {
-    java.util.Arrays.sort(pending, 0, pendingSize)
-    var taken = 0
-    while (liveFrom(taken) && dueFrom(taken) <= upTo) {
-      val tick = dueFrom(taken)
-      while (taken < pendingSize && pending(taken) <= tick) {
-        settled.add(pending(taken), 1L)
-        taken += 1
+  def advance(upTo: Long, emit: LiveRow => Unit): Unit =
+    live.advance(upTo, { tick =>
+      val slide = live.slides(0).asInstanceOf[LiveCountSlide]
+      val row = LiveRow(tick, slide.estimate, slide.lower, slide.upper)
+      val alert = live.alerts(0)
+      if (alert == null) emit(row)
+      else {
+        if (alert.aboveCrossing != null) emit(row.copy(alert = "above", crossing = alert.aboveCrossing))
+        if (alert.belowCrossing != null) emit(row.copy(alert = "below", crossing = alert.belowCrossing))
       }
-      settled.advanceTo(tick)
-      val row = LiveRow(tick, settled.estimate, settled.lowerBound, settled.upperBound)
-      val empty = row.upper == 0L
-      if (spec.alerts) crossings(row, emit)
-      else if (!empty || !lastWasEmpty) emit(row)
-      lastTick = tick
-      hasTick = true
-      lastWasEmpty = empty
-    }
-    System.arraycopy(pending, taken, pending, 0, pendingSize - taken)
-    pendingSize -= taken
-  }
+    })
 
-  private def crossings(row: LiveRow, emit: LiveRow => Unit): Unit = {
-    alert.update(row.lower, row.upper)
-    if (alert.aboveCrossing != null) emit(row.copy(alert = "above", crossing = alert.aboveCrossing))
-    if (alert.belowCrossing != null) emit(row.copy(alert = "below", crossing = alert.belowCrossing))
-  }
-
-  // Pending events are sorted during and right after advance; [0, from) are settled.
-  private def liveFrom(from: Int): Boolean = from < pendingSize || (hasTick && !lastWasEmpty)
-
-  // After an empty tick, skips the empty ones: pending events are all after the last tick.
-  private def dueFrom(from: Int): Long =
-    if (hasTick && !lastWasEmpty) lastTick + spec.every else spec.tickAtOrAfter(pending(from))
-
-  /** The state as bytes (docs/format.md, "Live count state"), for a streaming state store. */
-  def toBytes: Array[Byte] = {
-    val sketch = SketchFormat.serialize(settled)
-    val out = new ByteWriter(64 + sketch.length + 4 * pendingSize)
-    out.byte(LiveCount.Version)
-    out.byte((if (hasTick) 1 else 0) | (if (lastWasEmpty) 2 else 0) | (if (alert.isAbove) 4 else 0) |
-      (if (alert.isBelow) 8 else 0) | (if (spec.alertAbove.isDefined) 16 else 0) |
-      (if (spec.alertBelow.isDefined) 32 else 0))
-    out.long(lastTick)
-    // The tick spacing and thresholds the state was made under: a restart must keep them.
-    out.long(spec.every)
-    spec.alertAbove.foreach(out.long)
-    spec.alertBelow.foreach(out.long)
-    out.varint(sketch.length)
-    sketch.foreach(b => out.byte(b))
-    // Pending events sorted, as steps from the last tick: a byte or two each.
-    java.util.Arrays.sort(pending, 0, pendingSize)
-    out.varint(pendingSize)
-    var previous = lastTick
-    var i = 0
-    while (i < pendingSize) { out.varint(pending(i) - previous); previous = pending(i); i += 1 }
-    out.checksum()
-    out.result()
-  }
+  /** The state as bytes: a live window's (docs/format.md, "Live count state"). */
+  def toBytes: Array[Byte] = live.toBytes
 }
 
 object LiveCount {
-  /** The state's layout: 2 records `every` and the thresholds; 1, which did not, still reads. */
+  /** The last layout of its own (2 records `every` and the thresholds; 1 did not): both read. */
   val Version: Byte = 2
 
   private val KnownFlags = 63
 
+  private def aggregates(spec: LiveCountSpec): IndexedSeq[LiveAggregate] =
+    IndexedSeq(LiveCountAggregate(spec.eps, spec.alertAbove, spec.alertBelow))
+
   /**
-   * Reads [[LiveCount.toBytes]]; damaged bytes raise [[CorruptSketchException]], a state
-   * written under other parameters an IllegalArgumentException naming them.
+   * Reads [[LiveCount.toBytes]], or a state of versions 1 and 2, which live counts wrote in
+   * a layout of their own; damaged bytes raise [[CorruptSketchException]], a state written
+   * under other parameters an IllegalArgumentException naming them.
    */
-  def fromBytes(spec: LiveCountSpec, bytes: Array[Byte]): LiveCount = {
+  def fromBytes(spec: LiveCountSpec, bytes: Array[Byte]): LiveCount =
+    if (bytes.nonEmpty && bytes(0) == LiveWindow.Magic) {
+      new LiveCount(spec, LiveWindow.fromBytes(spec.window, spec.every, aggregates(spec), bytes))
+    } else fromOwnLayout(spec, bytes)
+
+  private def fromOwnLayout(spec: LiveCountSpec, bytes: Array[Byte]): LiveCount = {
     if (bytes.length < 4) throw new CorruptSketchException("truncated live count state")
     val body = bytes.length - 4
     val crc = new java.util.zip.CRC32()
@@ -246,9 +189,10 @@ object LiveCount {
       i += 1
     }
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live count state")
-    new LiveCount(spec, settled, lastTick, hasTick, lastWasEmpty,
-      new CertifiedAlert(spec.alertAbove, spec.alertBelow, (flags & 4) != 0, (flags & 8) != 0),
-      pending, n.toInt)
+    val aggregate = aggregates(spec).head
+    new LiveCount(spec, LiveWindow.resumeOne(spec.window, spec.every, aggregate,
+      new LiveCountSlide(settled), LiveWindow.newAlert(aggregate, (flags & 4) != 0, (flags & 8) != 0),
+      lastTick, hasTick, lastWasEmpty, pending, n.toInt, 1L))
   }
 
   /** Refuses a state made under another `every` or other thresholds, naming what changed. */

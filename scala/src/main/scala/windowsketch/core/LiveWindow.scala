@@ -263,7 +263,7 @@ final class LiveTopKSlide(val counts: OrderedTopK, k: Int) extends LiveSlide {
 /**
  * One key's live window: several aggregates over the window ending at each tick T (a
  * multiple of `every`) that the caller declares final (`advance(T)`: every input at or
- * before T has arrived). The tick rules are [[LiveCount]]'s, for all aggregates at once:
+ * before T has arrived), for all aggregates at once:
  * inputs after the last tick wait in `pending`, sorted by time, and enter each slide in
  * time order; those the caller has declared final enter at once ("folded": no earlier
  * input can come, and the next tick is after them), the rest as ticks pass, so what waits
@@ -349,15 +349,20 @@ final class LiveWindow private (
       var empty = true
       var i = 0
       while (i < slides.length) { slides(i).advanceTo(tick); empty &&= slides(i).isEmpty; i += 1 }
+      var crossed = false
       i = 0
       while (i < slides.length) {
         slides(i) match {
-          case bounded: BoundedSlide if alerts(i) != null => alerts(i).update(bounded.lower, bounded.upper)
+          case bounded: BoundedSlide if alerts(i) != null =>
+            alerts(i).update(bounded.lower, bounded.upper)
+            crossed ||= alerts(i).aboveCrossing != null || alerts(i).belowCrossing != null
           case _ =>
         }
         i += 1
       }
-      if (!empty || !lastWasEmpty) emit(tick)
+      // An alert's crossing is a row even at an empty tick after another (the first tick
+      // can be empty when `every` exceeds the window).
+      if (!empty || !lastWasEmpty || crossed) emit(tick)
       lastTick = tick
       hasTick = true
       lastWasEmpty = empty
@@ -588,6 +593,20 @@ object LiveWindow {
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the live window state")
     new LiveWindow(window, every, aggregates, slides, alerts, lastTick, hasTick, lastWasEmpty, ts, which,
       inputs, items, n.toInt, hasFolded, foldedFirst, foldedLast)
+  }
+
+  /**
+   * A window of one aggregate resumed from fields another layout recorded (a live count's
+   * state of version 1 or 2): no input folded, `pendingSize` inputs at `pendingTs`, each
+   * `input`.
+   */
+  private[core] def resumeOne(window: Long, every: Long, aggregate: LiveAggregate, slide: LiveSlide,
+      alert: CertifiedAlert, lastTick: Long, hasTick: Boolean, lastWasEmpty: Boolean,
+      pendingTs: Array[Long], pendingSize: Int, input: Long): LiveWindow = {
+    val size = pendingTs.length
+    new LiveWindow(window, every, IndexedSeq(aggregate), Array(slide), Array(alert), lastTick, hasTick,
+      lastWasEmpty, pendingTs, new Array[Int](size), Array.fill(size)(input), new Array[Array[Byte]](size),
+      pendingSize, false, 0L, 0L)
   }
 
   /** An aggregate as a state records it: family, parameters, thresholds and alert states. */

@@ -15,7 +15,8 @@ import windowsketch.core.{LiveCount, LiveCountSpec, LiveRow}
  *
  * Built on `flatMapGroupsWithState` with event-time timeouts, which every supported Spark
  * line has in the same form; a key needs one timer (its next tick), and the per-key state
- * is one [[LiveCount]] in bytes. Output mode Append: rows are final.
+ * is one [[LiveCount]] in bytes: its histogram and the events after the watermark.
+ * Output mode Append: rows are final.
  */
 object SlidingCounts {
   private val Name = "sliding_counts"
