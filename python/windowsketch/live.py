@@ -64,6 +64,10 @@ def _checked(value: Any, name: str) -> ColumnOrName:
     return value
 
 
+# The most values a top_k answer lists: the JVM's SlidingTopK.MaxK.
+_MAX_K = 100_000
+
+
 def _accuracy(value: Any, name: str) -> float:
     """A number; its range is checked by the operator, which names the aggregate."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -143,4 +147,6 @@ def top_k(x: ColumnOrName, k: int, eps: float = 0.01) -> LiveAggregate:
     in a running frame."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"`k` must be a positive int (how many values to list), got {k!r}")
+    if k > _MAX_K:
+        raise ValueError(f"`k` must be at most {_MAX_K} (as approx_window_top_k's), got {k}")
     return LiveAggregate("top_k", _checked(x, "x"), "top_k", _accuracy(eps, "eps"), k=k)

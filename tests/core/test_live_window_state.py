@@ -314,6 +314,13 @@ def test_a_busy_keys_state_is_set_by_eps_not_by_its_rows(sketches, aggregate, mo
     assert sizes[1] < most and sizes[1] < 2.5 * sizes[0], sizes
 
 
+@pytest.mark.parametrize("k", [0, 100_001])
+def test_a_top_k_past_the_sql_functions_range_is_refused(sketches, k):
+    """k as approx_window_top_k takes it, [1, 100000], for Scala and JSON callers too."""
+    with pytest.raises(Exception, match=re.escape(f"k must be in [1, 100000], got {k}")):
+        sketches.replay.liveWindowState(100, 10, f"top_k:{k}:0.01", b"", b"", 0)
+
+
 @pytest.mark.parametrize("change, message", [
     ({"every": 20}, "every 10 (now 20)"),
     ({"window": 99}, "window 100 (now 99)"),

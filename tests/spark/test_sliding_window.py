@@ -372,6 +372,8 @@ def test_alerts_on_a_family_without_bounds_are_refused_naming_it(spark, stream):
      "sliding_window: moments `moments`: its column must be numeric, got STRING"),
     (lambda s: live.top_k("s", 0), ValueError,
      "`k` must be a positive int (how many values to list), got 0"),
+    (lambda s: live.top_k("s", 100_001), ValueError,
+     "`k` must be at most 100000 (as approx_window_top_k's), got 100001"),
     (lambda s: live.top_k("s", 2.5), ValueError,
      "`k` must be a positive int (how many values to list), got 2.5"),
     (window_of(live.top_k("s", 3, eps=0)), ValueError,

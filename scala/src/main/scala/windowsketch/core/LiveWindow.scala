@@ -233,7 +233,7 @@ final class LiveMomentsSlide(val moments: OrderedMoments) extends LiveSlide {
  */
 final case class LiveTopKAggregate(k: Int, eps: Double = LiveTopKAggregate.DefaultEps)
     extends LiveAggregate {
-  require(k >= 1, s"k must be a positive number of items, got $k")
+  require(k >= 1 && k <= SlidingTopK.MaxK, s"k must be in [1, ${SlidingTopK.MaxK}], got $k")
   def family: String = "top_k"
   def tag: Byte = LiveWindow.TopKTag
   def parameters: Seq[Double] = Seq(k.toDouble, eps)

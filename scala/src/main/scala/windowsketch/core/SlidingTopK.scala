@@ -331,6 +331,9 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
 }
 
 object SlidingTopK {
+  /** The most items an answer lists (SQL's `k`, a live top_k's). */
+  val MaxK = 100000
+
   /** The node cap: past it the sketch coarsens c (and says so) rather than grow. */
   val MaxNodes = 4096
   private val MinPending = 64

@@ -236,6 +236,49 @@ object Throughput {
   }
 
   /**
+   * The bytes of one live key's state, as `sliding_window` stores it, with `rows` rows in
+   * its window: one row a position, window `rows`, a tick every rows/10, micro-batches of
+   * rows/100 with the watermark rows/1000 behind the newest row; the largest state after
+   * any batch once the window is full (it slides on for rows/5 more). Values as
+   * [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values for the top 5.
+   */
+  def liveStateBytes(family: String, rows: Int, eps: Double): Long = {
+    val aggregate = family match {
+      case "count" => LiveCountAggregate(eps)
+      case "sum" => LiveSumAggregate(eps)
+      case "distinct" => LiveDistinctAggregate(eps)
+      case "percentile" => LivePercentileAggregate(eps, Seq(0.5, 0.99))
+      case "moments" => LiveMomentsAggregate(eps)
+      case "top_k" => LiveTopKAggregate(5, eps)
+    }
+    val live = new LiveWindow(rows, math.max(1, rows / 10), IndexedSeq(aggregate))
+    val rng = new SplittableRandom(11)
+    val items = Array.fill(math.min(rows, 10000)) {
+      val u = rng.nextDouble()
+      java.nio.ByteBuffer.allocate(8).putLong((10000 * u * u * u).toLong).array()
+    }
+    val (batch, lag, total) = (math.max(1, rows / 100), rows / 1000, rows + rows / 5)
+    var largest = 0L
+    var t = 0
+    while (t < total) {
+      val end = math.min(total, t + batch)
+      while (t < end) {
+        family match {
+          case "count" => live.add(t, 0, 1L)
+          case "sum" => live.add(t, 0, 1L + rng.nextInt(100))
+          case "distinct" => live.add(t, 0, rng.nextLong())
+          case "top_k" => live.addBytes(t, 0, items(t % items.length))
+          case _ => live.add(t, 0, java.lang.Double.doubleToLongBits(rng.nextDouble()))
+        }
+        t += 1
+      }
+      live.advance(t - 1 - lag, _ => ())
+      if (t > rows) largest = math.max(largest, live.toBytes.length.toLong)
+    }
+    largest
+  }
+
+  /**
    * Heap bytes one distinct-count sketch keeps alive after `rows` random values at
    * positions 0, spacing, 2·spacing, … in time order (a GROUP BY key's rows in one task):
    * the collector's used heap with `copies` such sketches held, less without, per sketch.

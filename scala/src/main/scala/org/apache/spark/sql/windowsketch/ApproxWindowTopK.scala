@@ -176,7 +176,7 @@ object TopKAggregate extends QueryErrorsBase {
   }
 
   /** The most items an answer lists. */
-  val MaxK = 100000
+  val MaxK: Int = SlidingTopK.MaxK
 
   def resultType(item: DataType): ArrayType = ArrayType(StructType(Seq(
     StructField("item", item, nullable = false),
