@@ -693,10 +693,10 @@ def memory_per_group(spark, sizes, report):
         ["family"] + [f"{r:,} rows" for r in sizes.memory_rows], live_lines,
         "One key of `sliding_window` with one family, as the state store holds it "
         "(Throughput.liveStateBytes): one row a position, window of that many rows, a tick every "
-        "tenth of it, micro-batches of a hundredth with the watermark a thousandth behind the "
-        "newest row; the largest state after a batch once the window is full. eps 0.01 "
-        "(distinct counts: rsd 0.05), values as above. Rows after the watermark wait in the "
-        "state (a byte or two each for counts).")
+        "tenth of it, micro-batches of a hundredth with the watermark 100 rows behind the "
+        "newest (they wait in the state: a byte or two each for counts, about 10 for values); "
+        "the largest state after a batch once the window is full. eps 0.01 (distinct counts: "
+        "rsd 0.05), values as above.")
     return measured_heap
 
 

@@ -2,6 +2,8 @@
 ticks emit a row and the exact count of each, for events that were not late."""
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 
@@ -86,3 +88,23 @@ def check_crossings_against_exact(fired, exact_rows, above: int | None, below: i
         if below is not None:
             assert is_below or exact * (1 + 2 * eps) >= below, (tick, exact, "below missed")
             assert not is_below or exact * (1 - 2 * eps) < below, (tick, exact, "rise missed")
+
+
+def bit_flips(state: bytes, bits) -> list[bytes]:
+    """`state` with each of `bits` of its body (all but the 4-byte checksum) flipped in turn,
+    the CRC-32 checksum recomputed: damage the checksum does not catch."""
+    body = state[:-4]
+    flipped = []
+    for bit in bits:
+        damaged = bytearray(body)
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        flipped.append(bytes(damaged) + zlib.crc32(damaged).to_bytes(4, "big"))
+    return flipped
+
+
+def verdicts(packed: str, count: int) -> list[str]:
+    """The JVM's per-state verdicts (Replay.liveStateVerdicts, liveWindowVerdicts): "read"
+    or the refusal's message, one per state."""
+    found = str(packed).split("\n")[:-1]
+    assert len(found) == count, (len(found), count)
+    return found

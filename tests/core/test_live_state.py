@@ -17,6 +17,9 @@ import zlib
 import numpy as np
 import pytest
 
+from conftest import _longs
+from live_reference import bit_flips, verdicts
+
 GOLDEN_LIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "golden", "live")
 
@@ -110,28 +113,22 @@ def test_pending_events_at_or_before_the_last_tick_are_refused(sketches):
 
 @pytest.mark.parametrize("layout", ["live window", "version 2"])
 def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sketches, layout):
-    """Every single-bit flip, the checksum recomputed: refused with "invalid sketch bytes",
-    or read into a state that takes the rest of the stream without an error."""
-    before, tick, after, end = events("positions_alerts")
-    state = (live_state(sketches, "positions_alerts", b"", before, tick)[0] if layout == "live window"
-             else load("positions_alerts", 2))
-    body = state[:-4]
-    refused = loaded = 0
-    for bit in range(8 * len(body)):
-        damaged = bytearray(body)
-        damaged[bit // 8] ^= 1 << (bit % 8)
-        damaged += zlib.crc32(damaged).to_bytes(4, "big")
-        try:
-            live_state(sketches, "positions_alerts", bytes(damaged), after[:50], end)
-        except Exception as e:  # py4j wraps the JVM's exception
-            # A flip in `every` or a threshold reads as a restart under other parameters.
-            assert ("invalid sketch bytes: " in str(e) or
-                    re.search("the live (count|window) state was written (with|for) ", str(e))), \
-                (bit, str(e)[:400])
-            refused += 1
-        else:
-            loaded += 1
-    assert refused > loaded > 0, (refused, loaded)
+    """Every single-bit flip, the checksum recomputed: refused with "invalid sketch bytes"
+    (or, for a flip in a parameter, as a restart under other parameters), or read into a
+    state that takes the rest of the stream without an error; all in one JVM call."""
+    name = "positions_alerts"
+    before, tick, after, end = events(name)
+    state = live_state(sketches, name, b"", before, tick)[0] if layout == "live window" else load(name, 2)
+    flips = bit_flips(state, range(8 * (len(state) - 4)))
+    window, every, eps, above, below = SCENARIOS[name]
+    found = verdicts(sketches.replay.liveStateVerdicts(
+        window, every, float(eps), above, below, b"".join(flips), _longs([len(f) for f in flips]),
+        _longs(after[:50]), end), len(flips))
+    for bit, verdict in enumerate(found):
+        assert verdict == "read" or verdict.startswith("invalid sketch bytes: ") or re.match(
+            "the live (count|window) state was written (with|for) ", verdict), (bit, verdict[:400])
+    refused = sum(verdict != "read" for verdict in found)
+    assert refused > len(found) - refused > 0, (refused, len(found))
 
 
 if __name__ == "__main__":

@@ -125,7 +125,7 @@ object Replay {
    * Reads each of `blobs` (concatenated, their lengths as big-endian longs) with the reader
    * of `family` ("count", "distinct", "percentile", "moments" or "top_k"): per blob, "read"
    * or the refusal's message, one per line. The format tests' thousands of damaged inputs
-   * in one call; an exception other than a refusal propagates.
+   * in one call; an exception other than a refusal propagates, here and in the live ones.
    */
   def verdicts(family: String, blobs: Array[Byte], lengths: Array[Byte]): String = {
     val reader: Array[Byte] => Any = family match {
@@ -136,14 +136,35 @@ object Replay {
       case "top_k" => SketchFormat.deserializeTopK
       case other => throw new IllegalArgumentException(s"no sketch reader for family $other")
     }
+    verdictsOf(blobs, lengths, _.isInstanceOf[CorruptSketchException])(reader(_))
+  }
+
+  /**
+   * Resumes a live count from each of `states` (concatenated, their lengths as big-endian
+   * longs) and drives it on as [[liveState]] does: per state "read" or the refusal's
+   * message (damaged bytes, or parameters that differ), one per line.
+   */
+  def liveStateVerdicts(window: Long, every: Long, eps: Double, alertAbove: Long, alertBelow: Long,
+      states: Array[Byte], lengths: Array[Byte], timestamps: Array[Byte], upTo: Long): String =
+    verdictsOf(states, lengths, _.isInstanceOf[IllegalArgumentException])(
+      liveState(window, every, eps, alertAbove, alertBelow, _, timestamps, upTo))
+
+  /** [[liveStateVerdicts]] for live windows, driven on as [[liveWindowState]] does. */
+  def liveWindowVerdicts(window: Long, every: Long, aggregates: String, states: Array[Byte],
+      lengths: Array[Byte], inputs: Array[Byte], upTo: Long): String =
+    verdictsOf(states, lengths, _.isInstanceOf[IllegalArgumentException])(
+      liveWindowState(window, every, aggregates, _, inputs, upTo))
+
+  private def verdictsOf(blobs: Array[Byte], lengths: Array[Byte], refusal: Throwable => Boolean)(
+      read: Array[Byte] => Any): String = {
     val sizes = ByteBuffer.wrap(lengths)
     var from = 0
     val out = new StringBuilder
     while (sizes.hasRemaining) {
       val until = from + sizes.getLong().toInt
       val verdict =
-        try { reader(java.util.Arrays.copyOfRange(blobs, from, until)); "read" }
-        catch { case e: CorruptSketchException => e.getMessage.replace('\n', ' ') }
+        try { read(java.util.Arrays.copyOfRange(blobs, from, until)); "read" }
+        catch { case e: Throwable if refusal(e) => e.getMessage.replace('\n', ' ') }
       out.append(verdict).append('\n')
       from = until
     }

@@ -238,8 +238,8 @@ object Throughput {
   /**
    * The bytes of one live key's state, as `sliding_window` stores it, with `rows` rows in
    * its window: one row a position, window `rows`, a tick every rows/10, micro-batches of
-   * rows/100 with the watermark rows/1000 behind the newest row; the largest state after
-   * any batch once the window is full (it slides on for rows/5 more). Values as
+   * rows/100 with the watermark 100 rows behind the newest (those wait in the state); the
+   * largest state after any batch once the window is full (it slides on for rows/5 more). Values as
    * [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values for the top 5.
    */
   def liveStateBytes(family: String, rows: Int, eps: Double): Long = {
@@ -257,7 +257,7 @@ object Throughput {
       val u = rng.nextDouble()
       java.nio.ByteBuffer.allocate(8).putLong((10000 * u * u * u).toLong).array()
     }
-    val (batch, lag, total) = (math.max(1, rows / 100), rows / 1000, rows + rows / 5)
+    val (batch, lag, total) = (math.max(1, rows / 100), 100, rows + rows / 5)
     var largest = 0L
     var t = 0
     while (t < total) {
