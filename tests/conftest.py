@@ -168,9 +168,7 @@ class Sketches:
         one call (Replay.verdicts)."""
         blobs = [bytes(blob) for blob in blobs]
         packed = self.replay.verdicts(family, b"".join(blobs), _longs([len(b) for b in blobs]))
-        verdicts = str(packed).split("\n")[:-1]
-        assert len(verdicts) == len(blobs), (len(verdicts), len(blobs))
-        return verdicts
+        return verdict_lines(packed, len(blobs))
 
     def refused_and_read(self, family: str, blobs) -> tuple[int, list]:
         """How many of `blobs` `family`'s reader refuses (each as invalid sketch bytes), and
@@ -209,6 +207,14 @@ class Sketches:
 
 def _longs(values) -> bytes:
     return np.asarray(values, dtype=">i8").tobytes()
+
+
+def verdict_lines(packed, count: int) -> list[str]:
+    """A JVM verdicts call's answer (Replay.verdicts, liveStateVerdicts, liveWindowVerdicts):
+    per input, "read" or the refusal's message."""
+    found = str(packed).split("\n")[:-1]
+    assert len(found) == count, (len(found), count)
+    return found
 
 
 def _flags(values) -> bytes:

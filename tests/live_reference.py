@@ -101,10 +101,3 @@ def bit_flips(state: bytes, bits) -> list[bytes]:
         flipped.append(bytes(damaged) + zlib.crc32(damaged).to_bytes(4, "big"))
     return flipped
 
-
-def verdicts(packed: str, count: int) -> list[str]:
-    """The JVM's per-state verdicts (Replay.liveStateVerdicts, liveWindowVerdicts): "read"
-    or the refusal's message, one per state."""
-    found = str(packed).split("\n")[:-1]
-    assert len(found) == count, (len(found), count)
-    return found

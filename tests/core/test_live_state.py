@@ -17,8 +17,8 @@ import zlib
 import numpy as np
 import pytest
 
-from conftest import _longs
-from live_reference import bit_flips, verdicts
+from conftest import _longs, verdict_lines
+from live_reference import bit_flips
 
 GOLDEN_LIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "golden", "live")
@@ -121,7 +121,7 @@ def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sket
     state = live_state(sketches, name, b"", before, tick)[0] if layout == "live window" else load(name, 2)
     flips = bit_flips(state, range(8 * (len(state) - 4)))
     window, every, eps, above, below = SCENARIOS[name]
-    found = verdicts(sketches.replay.liveStateVerdicts(
+    found = verdict_lines(sketches.replay.liveStateVerdicts(
         window, every, float(eps), above, below, b"".join(flips), _longs([len(f) for f in flips]),
         _longs(after[:50]), end), len(flips))
     for bit, verdict in enumerate(found):

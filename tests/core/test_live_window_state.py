@@ -21,8 +21,8 @@ import zlib
 
 import numpy as np
 import pytest
-from conftest import _longs
-from live_reference import bit_flips, check_crossings_against_exact, verdicts
+from conftest import _longs, verdict_lines
+from live_reference import bit_flips, check_crossings_against_exact
 from moments_reference import Exact, check_statistic
 
 GOLDEN_LIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -356,7 +356,7 @@ def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sket
     bits = [*range(fixed_bits), *range(fixed_bits, 8 * (len(state) - 4), 5)]
     flips = bit_flips(state, bits)
     window, every, aggregates = FUZZED
-    found = verdicts(sketches.replay.liveWindowVerdicts(
+    found = verdict_lines(sketches.replay.liveWindowVerdicts(
         window, every, aggregates, b"".join(flips), _longs([len(f) for f in flips]),
         packed(after[:20]), end), len(flips))
     for bit, verdict in zip(bits, found):

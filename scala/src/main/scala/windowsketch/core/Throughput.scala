@@ -154,10 +154,7 @@ object Throughput {
   def orderedTopKRowsPerSecond(window: Long, eps: Double, k: Int, distinct: Int, n: Int,
       rounds: Int): Double = {
     val rng = new SplittableRandom(9)
-    val items = Array.fill(n) {
-      val u = rng.nextDouble()
-      java.nio.ByteBuffer.allocate(8).putLong((distinct * u * u * u).toLong).array()
-    }
+    val items = skewedItems(n, distinct, rng)
     var sink = 0L
     val seconds = best(rounds) {
       timed {
@@ -169,6 +166,13 @@ object Throughput {
     if (sink == Long.MinValue) throw new IllegalStateException()
     n / seconds
   }
+
+  /** Items of a skewed stream over `distinct` values, 8 bytes each (distinct · u^3, u uniform). */
+  private def skewedItems(count: Int, distinct: Int, rng: SplittableRandom): Array[Array[Byte]] =
+    Array.fill(count) {
+      val u = rng.nextDouble()
+      java.nio.ByteBuffer.allocate(8).putLong((distinct * u * u * u).toLong).array()
+    }
 
   /** The heap in use after two collections: what held structures keep alive. */
   private def usedAfterCollection(): Long = {
@@ -190,10 +194,7 @@ object Throughput {
       copies: Int): Long = {
     val ts = if (ordered) Array.tabulate(rows)(_.toLong) else shuffled(rows, 10)
     val rng = new SplittableRandom(11)
-    val items = Array.fill(math.min(rows, 10000)) {
-      val u = rng.nextDouble()
-      java.nio.ByteBuffer.allocate(8).putLong((10000 * u * u * u).toLong).array()
-    }
+    val items = skewedItems(math.min(rows, 10000), 10000, rng)
     def build(): AnyRef = {
       var i = 0
       family match {
@@ -239,8 +240,8 @@ object Throughput {
    * The bytes of one live key's state, as `sliding_window` stores it, with `rows` rows in
    * its window: one row a position, window `rows`, a tick every rows/10, micro-batches of
    * rows/100 with the watermark 100 rows behind the newest (those wait in the state); the
-   * largest state after any batch once the window is full (it slides on for rows/5 more). Values as
-   * [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values for the top 5.
+   * largest state after any batch once the window is full (it slides on for rows/5 more).
+   * Values as [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values the top 5.
    */
   def liveStateBytes(family: String, rows: Int, eps: Double): Long = {
     val aggregate = family match {
@@ -253,10 +254,7 @@ object Throughput {
     }
     val live = new LiveWindow(rows, math.max(1, rows / 10), IndexedSeq(aggregate))
     val rng = new SplittableRandom(11)
-    val items = Array.fill(math.min(rows, 10000)) {
-      val u = rng.nextDouble()
-      java.nio.ByteBuffer.allocate(8).putLong((10000 * u * u * u).toLong).array()
-    }
+    val items = skewedItems(math.min(rows, 10000), 10000, rng)
     val (batch, lag, total) = (math.max(1, rows / 100), 100, rows + rows / 5)
     var largest = 0L
     var t = 0
