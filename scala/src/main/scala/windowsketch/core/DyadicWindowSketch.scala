@@ -381,10 +381,10 @@ private[core] object DyadicNodes {
 
   /**
    * The nodes and the pending ones (sorted, stably) merged in pre-order, equal nodes
-   * combined, nodes whose last time fails `inWindow` dropped.
+   * combined, nodes whose last time fails `inWindow` dropped (and passed to `dropped`).
    */
   def gather[N <: DyadicNode](nodes: ArrayBuffer[N], pending: ArrayBuffer[N],
-      inWindow: Long => Boolean, combine: (N, N) => N): ArrayBuffer[N] = {
+      inWindow: Long => Boolean, combine: (N, N) => N, dropped: N => Unit = (_: N) => ()): ArrayBuffer[N] = {
     val sortedPending = pending.sortBy(n => (n.lo, -n.level)) // stable: equal nodes keep their order
     val out = new ArrayBuffer[N](nodes.size + pending.size)
     var a = 0
@@ -397,7 +397,7 @@ private[core] object DyadicNodes {
         if (out.nonEmpty && out.last.level == node.level && out.last.lo == node.lo) {
           out(out.size - 1) = combine(out.last, node)
         } else out += node
-      }
+      } else dropped(node)
     }
     out
   }

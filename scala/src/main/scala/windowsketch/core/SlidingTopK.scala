@@ -70,21 +70,40 @@ object ItemCounts {
    */
   def sum(parts: Seq[ItemCounts], capacity: Int): ItemCounts = {
     if (parts.size == 1 && parts.head.size <= capacity) return parts.head
-    val all = new ArrayBuffer[(Array[Byte], Long)](parts.iterator.map(_.size).sum)
     var error = 0L
-    parts.foreach { p =>
-      error = Math.addExact(error, p.error)
-      var i = 0
-      while (i < p.size) { all += ((p.items(i), p.counts(i))); i += 1 }
+    parts.foreach(p => error = Math.addExact(error, p.error))
+    // Each part's items are sorted and distinct (every summary's invariant, checked where
+    // one is read): merge them in pairs, a balanced tree of linear merges.
+    var runs = parts.toIndexedSeq
+    while (runs.size > 1) {
+      runs = (0 until runs.size by 2).map(i => if (i + 1 < runs.size) merged(runs(i), runs(i + 1)) else runs(i))
     }
-    val sorted = all.sortWith((x, y) => compare(x._1, y._1) < 0)
-    val items = new ArrayBuffer[Array[Byte]](sorted.size)
-    val counts = new ArrayBuffer[Long](sorted.size)
-    sorted.foreach { case (item, count) =>
-      if (items.nonEmpty && compare(items.last, item) == 0) counts(counts.size - 1) = Math.addExact(counts.last, count)
-      else { items += item; counts += count }
+    val all = if (runs.isEmpty) Empty else runs.head
+    prune(all.items, all.counts, error, capacity)
+  }
+
+  /** The sorted union of two summaries' sorted items, equal items' counts added (error 0). */
+  private def merged(a: ItemCounts, b: ItemCounts): ItemCounts = {
+    val items = new Array[Array[Byte]](a.size + b.size)
+    val counts = new Array[Long](a.size + b.size)
+    var i = 0
+    var j = 0
+    var n = 0
+    while (i < a.size || j < b.size) {
+      val c = if (i == a.size) 1 else if (j == b.size) -1 else compare(a.items(i), b.items(j))
+      if (c <= 0) {
+        items(n) = a.items(i)
+        counts(n) = if (c == 0) Math.addExact(a.counts(i), b.counts(j)) else a.counts(i)
+        i += 1
+        if (c == 0) j += 1
+      } else {
+        items(n) = b.items(j)
+        counts(n) = b.counts(j)
+        j += 1
+      }
+      n += 1
     }
-    prune(items.toArray, counts.toArray, error, capacity)
+    new ItemCounts(java.util.Arrays.copyOf(items, n), java.util.Arrays.copyOf(counts, n), 0L)
   }
 
   private[core] def prune(items: Array[Array[Byte]], counts: Array[Long], error: Long,
@@ -94,10 +113,24 @@ object ItemCounts {
       val ordered = counts.clone()
       java.util.Arrays.sort(ordered)
       val cut = ordered(ordered.length - 1 - capacity) // the (capacity + 1)-th largest
-      val kept = counts.indices.filter(i => counts(i) > cut)
-      new ItemCounts(kept.map(i => items(i)).toArray, kept.map(i => counts(i) - cut).toArray, error + cut)
+      val keptItems = new Array[Array[Byte]](capacity)
+      val keptCounts = new Array[Long](capacity)
+      var n = 0
+      var i = 0
+      while (i < counts.length) {
+        if (counts(i) > cut) { keptItems(n) = items(i); keptCounts(n) = counts(i) - cut; n += 1 }
+        i += 1
+      }
+      new ItemCounts(java.util.Arrays.copyOf(keptItems, n), java.util.Arrays.copyOf(keptCounts, n), error + cut)
     }
 }
+
+/**
+ * A restructure of [[SlidingTopK]]'s nodes: `summary` (of a node starting at `lo`) made
+ * from `replaced` by [[ItemCounts.sum]], or, when `summary` is null, an expired node's
+ * `replaced` summary dropped.
+ */
+final class SummaryChange(val replaced: Seq[ItemCounts], val summary: ItemCounts, val lo: Long)
 
 /** A dyadic time node of [[SlidingTopK]]: `total` rows, their items' counts. */
 final class TopKNode(val level: Int, val lo: Long, val total: Long, val summary: ItemCounts)
@@ -150,8 +183,8 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
       val last = if (pending.isEmpty) null else pending.last
       // Rows of one timestamp share a leaf.
       if (last != null && last.level == 0 && last.lo == ts) {
-        pending(pending.size - 1) = new TopKNode(0, ts, last.total + 1,
-          ItemCounts.sum(Seq(last.summary, ItemCounts.single(shared)), capacity))
+        val both = Seq(last.summary, ItemCounts.single(shared))
+        pending(pending.size - 1) = new TopKNode(0, ts, last.total + 1, made(both, ItemCounts.sum(both, capacity), ts))
       } else addPending(new TopKNode(0, ts, 1L, ItemCounts.single(shared)))
     }
   }
@@ -185,15 +218,36 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
     if (afterEdge(ts)) {
       val last = if (pending.isEmpty) null else pending.last
       if (last != null && last.level == 0 && last.lo == ts) {
-        pending(pending.size - 1) = new TopKNode(0, ts, last.total + rows,
-          ItemCounts.sum(Seq(last.summary, counts), capacity))
+        val both = Seq(last.summary, counts)
+        pending(pending.size - 1) = new TopKNode(0, ts, last.total + rows, made(both, ItemCounts.sum(both, capacity), ts))
       } else addPending(new TopKNode(0, ts, rows, counts))
     }
   }
 
-  /** Changes whenever the nodes are restructured ([[compress]], a restore). */
-  private[core] def structureVersion: Long = version
-  private var version = 0L
+  // The summaries restructures made since the log was last taken, each after the ones it
+  // replaced, and the summaries of expired nodes dropped: the time-ordered counts read
+  // this change log rather than rescan every node ([[OrderedTopK]]). Off (null) elsewhere.
+  private var changes: ArrayBuffer[SummaryChange] = null
+
+  /** Starts logging changes (none logged before). */
+  private[core] def logChanges(): Unit = changes = new ArrayBuffer[SummaryChange]()
+
+  /** The changes logged since the last call, oldest first; the log starts again empty. */
+  private[core] def takeChanges(): ArrayBuffer[SummaryChange] = {
+    val taken = changes
+    changes = new ArrayBuffer[SummaryChange]()
+    taken
+  }
+
+  private[core] def hasChanges: Boolean = changes != null && changes.nonEmpty
+
+  /** `summary`, logged as made from `parts` for a node starting at `lo`. */
+  private def made(parts: Seq[ItemCounts], summary: ItemCounts, lo: Long): ItemCounts = {
+    if (changes != null && !(parts.size == 1 && (parts.head eq summary))) {
+      changes += new SummaryChange(parts, summary, lo)
+    }
+    summary
+  }
 
   /** The nodes in pre-order, then the pending ones in arrival order: `i` from 0 to [[nodeCount]]. */
   private[core] def node(i: Int): TopKNode = if (i < nodes.size) nodes(i) else pending(i - nodes.size)
@@ -271,7 +325,6 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
    * every subtree (I) allows; past the node cap, doubles c and collapses again.
    */
   def compress(): Unit = {
-    version += 1
     gatherSorted()
     collapse()
     while (nodes.size > SlidingTopK.MaxNodes && check < SlidingTopK.MaxCheck) {
@@ -281,16 +334,24 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
   }
 
   private def gatherSorted(): Unit = {
-    nodes = DyadicNodes.gather[TopKNode](nodes, pending, afterEdge, (previous, node) =>
+    nodes = DyadicNodes.gather[TopKNode](nodes, pending, afterEdge, { (previous, node) =>
+      val both = Seq(previous.summary, node.summary)
       new TopKNode(node.level, node.lo, Math.addExact(previous.total, node.total),
-        ItemCounts.sum(Seq(previous.summary, node.summary), capacity)))
+        made(both, ItemCounts.sum(both, capacity), node.lo))
+    }, node => if (changes != null) changes += new SummaryChange(Seq(node.summary), null, node.lo))
     pending = new ArrayBuffer[TopKNode]()
   }
 
   private def collapse(): Unit = {
     val from = nodes
-    nodes = DyadicNodes.collapse[TopKNode](from, height, check, (k, lo, a, b, rows, _) =>
-      new TopKNode(k, lo, rows, ItemCounts.sum((a until b).map(from(_).summary), capacity)))
+    nodes = DyadicNodes.collapse[TopKNode](from, height, check, { (k, lo, a, b, rows, _) =>
+      val node = from(a)
+      if (b - a == 1 && node.level == k && node.summary.size <= capacity) node // as it was
+      else {
+        val parts = (a until b).map(from(_).summary)
+        new TopKNode(k, lo, rows, made(parts, ItemCounts.sum(parts, capacity), lo))
+      }
+    })
   }
 
   /** The compressed nodes, in pre-order (after [[compress]]). */
@@ -305,7 +366,6 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
     check = checkParameter
     nodes = restored
     pending = new ArrayBuffer[TopKNode]()
-    version += 1
   }
 
   /**
@@ -403,11 +463,10 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
   private var openRows = 0L
   private var openError = 0L
   // What `counts` holds besides the open rows: the summaries it added (by identity), the
-  // sketch's structure they were read from, its first node inside the window, their
-  // errors and the open rows' error, and the nodes before the window reaching into it (the
-  // straddling path, at most the tree's height).
+  // sketch's first node inside the window, their errors and the open rows' error, and the
+  // nodes before the window reaching into it (the straddling path, at most the tree's
+  // height). The sketch logs its restructures for them ([[SlidingTopK.takeChanges]]).
   private val viewed = new java.util.IdentityHashMap[ItemCounts, java.lang.Boolean]()
-  private var viewVersion = -1L
   private var insideFrom = 0
   private var insideError = 0L
   private val straddlers = new ArrayBuffer[TopKNode]()
@@ -522,6 +581,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
   /** The exact rows, grouped by time, become the sketch's leaves; the newest stays open. */
   private def toBounded(): Unit = {
     sketch = new SlidingTopK(window, eps)
+    sketch.logChanges()
     sketch.microsecondTime = microsecondTime
     sketch.itemType = itemType
     ranked.clear()
@@ -585,7 +645,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
       openError = 0
       sketch.addLeaf(openTs, rows, leaf)
       // Read a restructure now: `viewed` must not keep the summaries it replaced alive.
-      if (sketch.structureVersion != viewVersion) diffView()
+      if (sketch.hasChanges) readChanges()
     }
 
   /**
@@ -594,7 +654,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
    * come off; `straddlers` keeps those before the window still reaching into it.
    */
   private def syncView(): Unit = {
-    if (sketch.structureVersion != viewVersion) diffView()
+    if (sketch.hasChanges) readChanges()
     var i = insideFrom
     while (i < sketch.nodeCount && !inWindow(sketch.node(i).lo)) {
       val n = sketch.node(i)
@@ -619,44 +679,55 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
     }
   }
 
-  /** Reads the restructured sketch: its inside nodes' summaries replace the ones read before. */
-  private def diffView(): Unit = {
-    val total = sketch.nodeCount
-    // Nodes are in pre-order then in arrival order: by lo, so those inside are a suffix.
+  /**
+   * Reads the sketch's restructures: each summary it made inside the window replaces those
+   * it was made from, and the summaries of nodes now before the window come off. A sum
+   * that pruned nothing (its error is its parts') changes no count, so it only swaps the
+   * summaries; the rest add up into one net change per item, applied once.
+   */
+  private def readChanges(): Unit = {
+    val delta = new java.util.HashMap[ItemKey, java.lang.Long]()
+    val errorBefore = insideError
+    val log = sketch.takeChanges()
+    var c = 0
+    while (c < log.size) {
+      val change = log(c)
+      val inside = change.summary != null && inWindow(change.lo)
+      if (inside && change.summary.error == change.replaced.iterator.map(_.error).sum &&
+          change.replaced.forall(viewed.containsKey)) {
+        change.replaced.foreach(viewed.remove)
+      } else {
+        change.replaced.foreach { s => if (viewed.remove(s) != null) { addTo(delta, s, -1L); insideError -= s.error } }
+        if (inside) { addTo(delta, change.summary, 1L); insideError = Math.addExact(insideError, change.summary.error) }
+      }
+      if (inside) viewed.put(change.summary, java.lang.Boolean.TRUE)
+      c += 1
+    }
+    val from = firstInside()
+    val before = straddlers.toList
+    straddlers.clear()
+    var i = 0
+    while (i < from) {
+      val n = sketch.node(i)
+      if (viewed.remove(n.summary) != null) { addTo(delta, n.summary, -1L); insideError -= n.summary.error }
+      if (reaches(n)) straddlers += n
+      i += 1
+    }
+    insideFrom = from
+    val moves = delta.entrySet.iterator
+    while (moves.hasNext) { val e = moves.next(); if (e.getValue.longValue != 0L) move(e.getKey, e.getValue.longValue) }
+    if (insideError != errorBefore || straddlers.toList != before) answerValid = false
+  }
+
+  /** The sketch's first node inside the window: nodes are in pre-order then in arrival order, by lo. */
+  private def firstInside(): Int = {
     var from = 0
-    var to = total
+    var to = sketch.nodeCount
     while (from < to) {
       val m = (from + to) >>> 1
       if (inWindow(sketch.node(m).lo)) to = m else from = m + 1
     }
-    val now = new java.util.IdentityHashMap[ItemCounts, java.lang.Boolean]()
-    var i = from
-    while (i < total) { now.put(sketch.node(i).summary, java.lang.Boolean.TRUE); i += 1 }
-    // The net change per item, applied once: merges without pruning change no count.
-    val delta = new java.util.HashMap[ItemKey, java.lang.Long]()
-    val errorBefore = insideError
-    val gone = viewed.keySet.iterator
-    while (gone.hasNext) {
-      val s = gone.next()
-      if (!now.containsKey(s)) { addTo(delta, s, -1L); insideError -= s.error }
-    }
-    val added = now.keySet.iterator
-    while (added.hasNext) {
-      val s = added.next()
-      if (!viewed.containsKey(s)) { addTo(delta, s, 1L); insideError = Math.addExact(insideError, s.error) }
-    }
-    val changes = delta.entrySet.iterator
-    while (changes.hasNext) { val e = changes.next(); if (e.getValue.longValue != 0L) move(e.getKey, e.getValue.longValue) }
-    if (insideError != errorBefore) answerValid = false
-    viewed.clear()
-    viewed.putAll(now)
-    insideFrom = from
-    val before = straddlers.toList
-    straddlers.clear()
-    i = 0
-    while (i < from) { if (reaches(sketch.node(i))) straddlers += sketch.node(i); i += 1 }
-    if (straddlers.toList != before) answerValid = false
-    viewVersion = sketch.structureVersion
+    from
   }
 
   private def addTo(delta: java.util.HashMap[ItemKey, java.lang.Long], s: ItemCounts, sign: Long): Unit = {
@@ -675,11 +746,22 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
     counts.clear()
     byArray.clear()
     viewed.clear()
+    straddlers.clear()
+    sketch.takeChanges()
     insideError = openError
     val o = open.entrySet.iterator
     while (o.hasNext) { val e = o.next(); move(e.getKey, e.getValue.longValue) }
-    viewVersion = -1L
-    diffView()
+    insideFrom = firstInside()
+    var i = 0
+    while (i < sketch.nodeCount) {
+      val n = sketch.node(i)
+      if (i >= insideFrom) {
+        viewed.put(n.summary, java.lang.Boolean.TRUE)
+        addCounts(n.summary, 1L)
+        insideError = Math.addExact(insideError, n.summary.error)
+      } else if (reaches(n)) straddlers += n
+      i += 1
+    }
     answerValid = false
   }
 
@@ -757,6 +839,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
   private[core] def restoreBounded(s: SlidingTopK, rows: Long, error: Long,
       items: Array[Array[Byte]], itemCounts: Array[Long]): Unit = {
     sketch = s
+    sketch.logChanges()
     seenAny = s.hasTime
     nowTs = s.now
     openTs = s.now
