@@ -385,7 +385,10 @@ private[core] object DyadicNodes {
    */
   def gather[N <: DyadicNode](nodes: ArrayBuffer[N], pending: ArrayBuffer[N],
       inWindow: Long => Boolean, combine: (N, N) => N, dropped: N => Unit = (_: N) => ()): ArrayBuffer[N] = {
-    val sortedPending = pending.sortBy(n => (n.lo, -n.level)) // stable: equal nodes keep their order
+    // Stable: equal nodes keep their order. Rows in time order bring them sorted already.
+    val inOrder = (1 until pending.size).forall(i =>
+      !NodeOrder.before(pending(i).level, pending(i).lo, pending(i - 1).level, pending(i - 1).lo))
+    val sortedPending = if (inOrder) pending else pending.sortBy(n => (n.lo, -n.level))
     val out = new ArrayBuffer[N](nodes.size + pending.size)
     var a = 0
     var b = 0

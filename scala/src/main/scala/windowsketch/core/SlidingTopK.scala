@@ -470,6 +470,9 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
   private var insideFrom = 0
   private var insideError = 0L
   private val straddlers = new ArrayBuffer[TopKNode]()
+  // The most the straddlers add to an item's upper bound (their errors and largest counts),
+  // -1 until computed for the current straddlers.
+  private var straddlingMost = -1L
   // The last answer, for `answeredK` items, valid unless a count fell, the slack or the
   // straddling path changed; `raised` the items whose counts rose since.
   private var answer: Array[ItemCount] = null
@@ -569,6 +572,9 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
   /** `c`'s answer into `best`, kept to the `k` first. */
   private def offer(best: java.util.TreeSet[ItemCount], c: OrderedTopK.Count, k: Int): Unit = {
     val low = c.count
+    // Its estimate is at most low + (insideError + straddlingWidth) / 2: an item that cannot
+    // reach the k-th listed estimate is not listed, whatever the straddlers count for it.
+    if (best.size >= k && low + Math.addExact(insideError, straddlingWidth()) / 2 < best.last.estimate) return
     var high = Math.addExact(low, insideError)
     straddlers.foreach { n => high = Math.addExact(high, Math.addExact(n.summary.error, n.summary.countOf(c.key.bytes))) }
     val a = ItemCount(c.key.bytes, low + (high - low) / 2, low, high)
@@ -576,6 +582,16 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
       best.add(a)
       if (best.size > k) best.pollLast()
     }
+  }
+
+  private def straddlingWidth(): Long = {
+    if (straddlingMost < 0) {
+      var most = 0L
+      straddlers.foreach(n => most = Math.addExact(most, Math.addExact(n.summary.error,
+        if (n.summary.size == 0) 0L else n.summary.counts.max)))
+      straddlingMost = most
+    }
+    straddlingMost
   }
 
   /** The exact rows, grouped by time, become the sketch's leaves; the newest stays open. */
@@ -662,7 +678,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
         addCounts(n.summary, -1L)
         insideError -= n.summary.error
       }
-      if (reaches(n)) straddlers += n
+      if (reaches(n)) { straddlers += n; straddlingMost = -1L }
       answerValid = false
       i += 1
     }
@@ -675,6 +691,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
     }
     if (kept < straddlers.size) {
       straddlers.remove(kept, straddlers.size - kept)
+      straddlingMost = -1L
       answerValid = false
     }
   }
@@ -706,6 +723,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
     val from = firstInside()
     val before = straddlers.toList
     straddlers.clear()
+    straddlingMost = -1L
     var i = 0
     while (i < from) {
       val n = sketch.node(i)
@@ -747,6 +765,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
     byArray.clear()
     viewed.clear()
     straddlers.clear()
+    straddlingMost = -1L
     sketch.takeChanges()
     insideError = openError
     val o = open.entrySet.iterator
