@@ -113,22 +113,27 @@ def test_every_row_in_time_order(sketches, kind, window, eps, ordered):
 @pytest.mark.parametrize("k", [2, 3])
 def test_each_answer_in_time_order_heads_a_longer_one(sketches, k):
     """The time-ordered counts' answer for k is the first k of their answer for k = 100 on
-    every row: they list the largest estimates, straddling counts included, whatever items
-    they skip as unable to reach the k-th. One item comes in blocks of 30 rows a hundred
-    (five others, within a summary's capacity at eps 0.3, share the rest), so as a block
-    leaves the window most of its rows straddle the window's start, and its estimate
-    outranks items counted more often inside."""
+    every row, and within its bounds of the exact counts: they list the largest estimates,
+    straddling counts included, whatever items they skip as unable to reach the k-th. One
+    item comes in blocks of 30 rows a hundred (five others, within a summary's capacity at
+    eps 0.3, share the rest), so as a block leaves the window most of its rows straddle the
+    window's start, and its estimate outranks items counted more often inside."""
+    window, eps = 200, 0.3
     position = np.arange(1200)
     items = np.where(position % 100 < 30, 1, 2 + position % 5)
     present = np.ones(len(position), dtype=bool)
 
-    def run(listed):
-        packed = sketches.replay.topKPerRow(200, 0.3, listed, True, _longs(position), _longs(items),
+    def run(listed, modes):
+        packed = sketches.replay.topKPerRow(window, eps, listed, True, _longs(position), _longs(items),
                                             _flags(present))
-        return answers(packed, len(position), k=listed, modes=[])
+        return answers(packed, len(position), k=listed, modes=modes)
 
-    for i, ((listed, _), (longer, _)) in enumerate(zip(run(k), run(100))):
+    modes: list[int] = []
+    for i, ((listed, effective), (longer, _)) in enumerate(zip(run(k, modes), run(100, []))):
         assert listed == longer[:k], i
+        counts = window_counts(position, items, present, position <= i, position[i], window)
+        check_window(listed, effective, counts, i, k=k, exact=modes[i] == 1, tie=raw_bytes)
+    assert modes[-1] == 2  # bounded: the skip is at work
 
 
 @pytest.mark.parametrize("kind", KINDS)
