@@ -193,6 +193,24 @@ def best_alternating(spark, queries: dict, runs: int = 3) -> dict:
     return best
 
 
+def full_frame_cost(spark, query_for_rows, frame: int, sample: int) -> float:
+    """Nanoseconds a row of a query that re-aggregates each row's sliding frame costs at full
+    frames: the time difference between one key's first frame + 3 * sample rows and frame +
+    sample, each the best of 3 alternating runs, also in a quick run (a difference of single
+    runs went negative under load). NaN when the difference is lost in the noise."""
+    best: dict = {}
+    for _ in range(3):
+        for name, rows in (("long", frame + 3 * sample), ("short", frame + sample)):
+            m = measured(spark, spark.sql(query_for_rows(rows)))
+            best[name] = min(best.get(name, m.seconds), m.seconds)
+    ns = (best["long"] - best["short"]) / (2 * sample) * 1e9
+    return ns if ns > 0 else float("nan")
+
+
+def shown_ns(ns: float, divisor: float = 1.0, digits: int = 0) -> str:
+    return "—" if math.isnan(ns) else f"{ns / divisor:,.{digits}f}"
+
+
 def megabytes(n: float) -> str:
     return f"{n / 2**20:,.1f}"
 
@@ -369,28 +387,23 @@ def percentiles(spark, sizes, report):
     floor = measured(spark, spark.sql(
         "SELECT count(ms) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING) AS c "
         "FROM latencies")).seconds / n * 1e9
-    # percentile_approx re-aggregates each row's frame: its cost per row at full frames is
-    # the difference between one key's first window + sample rows and window + 3 * sample,
-    # each the best of alternating runs (a difference of single runs went negative under load).
-    def sliding(rows):
-        return (f"SELECT percentile_approx(ms, 0.99) OVER (ORDER BY ts ROWS BETWEEN {window - 1} "
-                f"PRECEDING AND CURRENT ROW) AS p FROM latencies WHERE k = 0 AND ts < {rows}")
-    best = best_alternating(spark, {"long": sliding(window + 3 * sample),
-                                    "short": sliding(window + sample)})
-    spark_sliding = (best["long"].seconds - best["short"].seconds) / (2 * sample) * 1e9
+    spark_sliding = full_frame_cost(spark, lambda rows: (
+        f"SELECT percentile_approx(ms, 0.99) OVER (ORDER BY ts ROWS BETWEEN {window - 1} "
+        f"PRECEDING AND CURRENT ROW) AS p FROM latencies WHERE k = 0 AND ts < {rows}"), window, sample)
     results = {"approx_window_percentile": (ours, f"{n:,}"),
                "percentile_approx, sliding frame": (spark_sliding, f"{2 * sample:,} at full frames"),
                "running count, the floor": (floor, f"{n:,}")}
     for name, (ns, rows) in results.items():
-        report.add("percentiles", name, "ns/row", ns, "ns/row", f"{rows} rows, window {window}")
+        if not math.isnan(ns):
+            report.add("percentiles", name, "ns/row", ns, "ns/row", f"{rows} rows, window {window}")
     report.table(
         f"p99 in running windows of {window:,} rows ({n:,} rows, 4 keys), cost per row",
         ["query", "rows", "ns/row", "÷ approx_window_percentile"],
-        [(name, rows, f"{ns:,.0f}", f"{ns / ours:,.2f}") for name, (ns, rows) in results.items()],
+        [(name, rows, shown_ns(ns), shown_ns(ns, ours, 2)) for name, (ns, rows) in results.items()],
         "Values uniform on [0, 1000). percentile_approx re-aggregates each row's frame: its "
         "cost per row is measured at full frames, as the time difference between one key's "
         f"first {window:,} + {3 * sample:,} and {window:,} + {sample:,} rows, each the best of 3 "
-        "alternating runs.")
+        "alternating runs; — where the difference was lost in the noise.")
     lines = []
     for keys in sizes.percentile_keys:
         rows = sizes.group_rows
@@ -443,14 +456,10 @@ def moments(spark, sizes, report):
     ns = {name: min(measured(spark, spark.sql(q)).seconds for _ in range(runs)) / n * 1e9
           for name, q in queries.items()}
 
-    # stddev over a sliding frame re-aggregates it per row: its cost at full frames is the
-    # difference between one key's first frame + 3 * sample rows and frame + sample.
-    def sliding(rows):
-        return (f"SELECT stddev(x) OVER (ORDER BY ts ROWS BETWEEN {sliding_window - 1} PRECEDING "
-                f"AND CURRENT ROW) AS sd FROM moment_latencies WHERE k = 0 AND ts < {rows}")
-    best = best_alternating(spark, {"long": sliding(sliding_window + 3 * sample),
-                                    "short": sliding(sliding_window + sample)})
-    spark_sliding = (best["long"].seconds - best["short"].seconds) / (2 * sample) * 1e9
+    spark_sliding = full_frame_cost(spark, lambda rows: (
+        f"SELECT stddev(x) OVER (ORDER BY ts ROWS BETWEEN {sliding_window - 1} PRECEDING "
+        f"AND CURRENT ROW) AS sd FROM moment_latencies WHERE k = 0 AND ts < {rows}"),
+        sliding_window, sample)
 
     # Accuracy at mean 10^9: the last rows of key 0 against exact sums of the values * 64.
     checked = min(2_000, n // 4 - window)
@@ -478,7 +487,8 @@ def moments(spark, sizes, report):
                "running count, the floor": (ns["running count, the floor"], f"{n:,}")}
     ours = ns["approx_window_stddev"]
     for name, (value_ns, rows) in results.items():
-        report.add("moments", name, "ns/row", value_ns, "ns/row", f"{rows} rows, window {window}")
+        if not math.isnan(value_ns):
+            report.add("moments", name, "ns/row", value_ns, "ns/row", f"{rows} rows, window {window}")
     for name, error in worst.items():
         report.add("moments", name, "worst relative error of stddev at mean 10^9", error, "ratio",
                    f"last {checked} rows of a key")
@@ -486,7 +496,7 @@ def moments(spark, sizes, report):
         f"Standard deviation in running windows of {window:,} rows ({n:,} rows, 4 keys, mean 10^9), "
         "cost per row",
         ["query", "rows", "ns/row", "÷ approx_window_stddev", "worst relative error"],
-        [(name, rows, f"{v:,.0f}", f"{v / ours:,.2f}",
+        [(name, rows, shown_ns(v), shown_ns(v, ours, 2),
           {"approx_window_stddev": f"{worst['approx_window_stddev']:.1e}",
            "exact prefix difference (count, sum, sum of squares)":
                f"{worst['exact prefix difference']:.1e}"}.get(name, ""))
@@ -498,7 +508,7 @@ def moments(spark, sizes, report):
         "stddev over a sliding frame "
         "re-aggregates it per row, so its cost grows with the frame; it is measured at full "
         f"frames of {sliding_window:,} rows (best of 3 alternating runs each of one key's "
-        f"first {sliding_window:,} + {3 * sample:,} and {sliding_window:,} + {sample:,} rows).")
+        f"first {sliding_window:,} + {3 * sample:,} and {sliding_window:,} + {sample:,} rows; — where the difference was lost in the noise).")
     lines = []
     for keys in sizes.moments_keys:
         rows = sizes.group_rows
@@ -547,15 +557,12 @@ def top_k(spark, sizes, report):
                  "Spark's approx_top_k, the top 5, sliding frame": f"approx_top_k(url, 5) {frame}"}
     results = {"approx_window_top_k (exact in a running frame)": (ours, f"{n:,}")}
     for name, expression in baselines.items():
-        def sliding(rows, expression=expression):
-            return f"SELECT {expression} AS t FROM top_k_requests WHERE k = 0 AND ts < {rows}"
         try:
-            best = best_alternating(spark, {"long": sliding(window + 3 * sample),
-                                            "short": sliding(window + sample)})
+            per_row = full_frame_cost(spark, lambda rows, expression=expression: (
+                f"SELECT {expression} AS t FROM top_k_requests WHERE k = 0 AND ts < {rows}"), window, sample)
         except Exception as e:  # noqa: BLE001 - a line without approx_top_k says so
             results[name] = (float("nan"), f"not on this line: {str(e).splitlines()[0][:60]}")
             continue
-        per_row = (best["long"].seconds - best["short"].seconds) / (2 * sample) * 1e9
         results[name] = (per_row, f"{2 * sample:,} at full frames")
     results["running count, the floor"] = (floor, f"{n:,}")
     for name, (ns, rows) in results.items():
@@ -564,12 +571,11 @@ def top_k(spark, sizes, report):
     report.table(
         f"Top 5 values in running windows of {window:,} rows ({n:,} rows, 4 keys), cost per row",
         ["query", "rows", "ns/row", "÷ approx_window_top_k"],
-        [(name, rows, "—" if math.isnan(v) else f"{v:,.0f}", "—" if math.isnan(v) else f"{v / ours:,.2f}")
-         for name, (v, rows) in results.items()],
+        [(name, rows, shown_ns(v), shown_ns(v, ours, 2)) for name, (v, rows) in results.items()],
         "About 1,000 paths, Zipf-like. The sliding frames re-aggregate each row's frame: their "
         "cost per row is measured at full frames, as the time difference between one key's "
         f"first {window:,} + {3 * sample:,} and {window:,} + {sample:,} rows (best of 3 "
-        "alternating runs each).")
+        "alternating runs each).; — where the difference was lost in the noise.")
     spark.range(sizes.group_rows).selectExpr(
         "id % 10000 AS g", "id AS ts", f"{path.replace('id *', '(id DIV 10000) *')} AS url") \
         .createOrReplaceTempView("top_k_groups")

@@ -39,7 +39,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         "percentiles", "percentile state", "moments", "top k", "memory per group",
         "bounded frames", "big window",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
-    assert all(float(r["value"]) >= 0 for r in rows)
+    assert [r for r in rows if not float(r["value"]) >= 0] == []
     # The moments' error at mean 10^9 within eps / 2; the prefix difference's far from it.
     errors = {r["case"]: float(r["value"]) for r in rows if r["measure"].startswith("worst relative")}
     assert errors["approx_window_stddev"] <= 0.005 < errors["exact prefix difference"]
