@@ -39,6 +39,11 @@ def pytest_addoption(parser):
              "with the Spark line, so each line runs a different share (the line matrix's "
              "lean runs: every test function on every line, every case on the main line, "
              "and every case of tests marked every_case everywhere); 0, the default, runs all")
+    parser.addoption(
+        "--function-share", default="", metavar="I/N",
+        help="run only the test functions in share I of N (0 <= I < N), chosen by a hash of "
+             "each function's id: the middle Spark lines, which build from the sources and "
+             "shims of the lines beside them, split the suite between them; empty runs all")
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -48,10 +53,23 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+def function_share(nodeid: str, count: int) -> int:
+    """Which of `count` shares a test function falls in: a hash of its id without the
+    case ("tests/spark/test_x.py::test_y"), so all its cases go together, on any machine."""
+    return zlib.crc32(nodeid.split("[")[0].encode()) % count
+
+
 def pytest_collection_modifyitems(config, items):
     # The other lines' tests only wait for results worked out in the background while
     # the rest runs (tests/lines): so they go last.
     items.sort(key=lambda item: item.path.parent.name == "lines")
+    share = config.getoption("--function-share")
+    if share:
+        index, count = (int(part) for part in share.split("/"))
+        assert 0 <= index < count, f"--function-share {share}: need 0 <= I < N"
+        outside = [item for item in items if function_share(item.nodeid, count) != index]
+        config.hook.pytest_deselected(items=outside)
+        items[:] = [item for item in items if function_share(item.nodeid, count) == index]
     per_test = config.getoption("--params-per-test")
     if per_test > 0:
         cases: dict[tuple, list] = {}

@@ -2,6 +2,7 @@
 and the jars themselves (bytecode level, what they say they were built for)."""
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ import zipfile
 import pytest
 
 import windowsketch
-from conftest import ROOT, SPARK_LINE
+from conftest import ROOT, SPARK_LINE, function_share
 from windowsketch import _lines
 from windowsketch._lines import LINES, UnsupportedSparkVersion, line_of
 
@@ -119,3 +120,21 @@ def test_every_shim_folder_exists_and_is_used():
     folders = {f for f in os.listdir(main) if f.startswith("scala-spark-")}
     used = {shim for spec in LINES for shim in spec.shims}
     assert folders == used
+
+
+def test_the_middle_lines_split_the_test_functions_evenly():
+    """4.1 and 4.2 each run one share of the Spark-facing test functions (tests/lines): the
+    hash must split them, not hand one line nearly all."""
+    ids = []
+    for folder in ("tests/spark", "tests/python"):
+        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+            if name.startswith("test_") and name.endswith(".py"):
+                with open(os.path.join(ROOT, folder, name)) as f:
+                    tree = ast.parse(f.read())
+                ids += [f"{folder}/{name}::{node.name}" for node in tree.body
+                        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+    assert len(ids) > 200
+    first = sum(function_share(test_id, 2) == 0 for test_id in ids)
+    assert 0.4 < first / len(ids) < 0.6, (first, len(ids))
+    # All of a function's cases go together.
+    assert function_share(ids[0] + "[case-1]", 2) == function_share(ids[0], 2)
