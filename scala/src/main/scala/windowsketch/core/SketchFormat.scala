@@ -446,20 +446,18 @@ object SketchFormat {
    * first, forward from the previous one after), its count and its mean's and M2's 8 bytes.
    */
   def serializeMoments(s: SlidingMoments): Array[Byte] = {
-    s.compress()
-    val out = header(KindMoments, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 20 * s.nodeCount)
+    val nodes = s.compressedNodes
+    val out = header(KindMoments, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 20 * nodes.size)
     out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
-    out.varint(s.nodeCount)
-    var previous = 0L
-    var first = true
-    s.foreachNode { (level, lo, n, mean, m2) =>
-      out.byte(level)
-      out.varint(if (first) s.now - lo else lo - previous)
-      out.varint(n)
-      out.long(java.lang.Double.doubleToRawLongBits(mean))
-      out.long(java.lang.Double.doubleToRawLongBits(m2))
-      previous = lo
-      first = false
+    out.varint(nodes.size)
+    var i = 0
+    while (i < nodes.size) {
+      out.byte(nodes.levels(i))
+      out.varint(if (i == 0) s.now - nodes.los(i) else nodes.los(i) - nodes.los(i - 1))
+      out.varint(nodes.counts(i))
+      out.long(java.lang.Double.doubleToRawLongBits(nodes.means(i)))
+      out.long(java.lang.Double.doubleToRawLongBits(nodes.m2s(i)))
+      i += 1
     }
     finish(out)
   }

@@ -136,7 +136,8 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
     while (a < nodes.size || b < pending.size) {
       val fromPending = a == nodes.size || (b < pending.size &&
         NodeOrder.before(pending.levels(order(b)), pending.los(order(b)), nodes.levels(a), nodes.los(a)))
-      val (from, i) = if (fromPending) { b += 1; (pending, order(b - 1)) } else { a += 1; (nodes, a - 1) }
+      val from = if (fromPending) pending else nodes
+      val i = if (fromPending) { b += 1; order(b - 1) } else { a += 1; a - 1 }
       val level = from.levels(i)
       val lo = from.los(i)
       if (afterEdge(last(level, lo))) {
@@ -154,6 +155,11 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
 
   /** One top-down pass over the sorted nodes. */
   private def collapse(): Unit = {
+    // (I) needs c n_R >= 2: with fewer values in all, every node stays (a small group's).
+    var total = 0L
+    var i = 0
+    while (i < nodes.size) { total += nodes.counts(i); i += 1 }
+    if (check * total < 2) return
     val after = nodes.suffixMoments
     val out = new MomentNodes(nodes.size)
     val rootMask = -1L << height
@@ -173,6 +179,13 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
    */
   private def visit(k: Int, lo: Long, a: Int, b: Int, above: Moments, after: SuffixMoments,
       out: MomentNodes): Unit = {
+    // (I) needs c n_R >= 2 (n_T >= 1), and every subtree within [a, b) has at most the
+    // values after a + 1 after it: below that, nothing here collapses and each node stays.
+    if (check * after.counts(a + 1) < 2) {
+      var i = a
+      while (i < b) { out.add(nodes.levels(i), nodes.los(i), nodes.counts(i), nodes.means(i), nodes.m2s(i)); i += 1 }
+      return
+    }
     // (I) first, on exact counts: the subtree's moments are summed only where it can pass.
     val count = after.counts(a) - after.counts(b)
     val subtree = if (k == 0 || count + above.n + 1 <= check * after.counts(b)) nodes.range(a, b) else null
@@ -204,15 +217,8 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
     t.n + 1 <= check * rn && t.squaresAround(rMean) <= check * rM2
   }
 
-  /** Visits the nodes after [[compress]], in pre-order, as (level, lo, n, mean, M2). */
-  def foreachNode(f: (Int, Long, Long, Double, Double) => Unit): Unit = {
-    compress()
-    var i = 0
-    while (i < nodes.size) {
-      f(nodes.levels(i), nodes.los(i), nodes.counts(i), nodes.means(i), nodes.m2s(i))
-      i += 1
-    }
-  }
+  /** The nodes after a [[compress]], in pre-order: for the writer, which reads them unboxed. */
+  private[core] def compressedNodes: MomentNodes = { compress(); nodes }
 
   private[core] def checkParameter: Double = check
 
