@@ -510,23 +510,27 @@ object SketchFormat {
     val out = header(KindTopKDictionary, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 8 * s.nodeCount)
     out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
     writeBytes(out, s.itemType.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-    writeTopKNodes(out, s.now, nodes, dictionaryOf(nodes, out))
+    writeTopKNodes(out, s.now, nodes, dictionaryOf(nodes.map(_.summary), out))
     finish(out)
   }
 
   /**
-   * The nodes' distinct items, ascending ([[ItemCounts.compare]]), written as a varint count
-   * and each item's varint length and bytes; returns each item's index.
+   * The summaries' distinct items, ascending ([[ItemCounts.compare]]), written as a varint
+   * count and each item's varint length and bytes; returned for [[writeItemCounts]]'s
+   * lookups. Each summary's items are sorted and distinct, so their union is a merge.
    */
-  private def dictionaryOf(nodes: Seq[TopKNode], out: ByteWriter): java.util.HashMap[ItemKey, Integer] = {
-    val distinct = new java.util.HashMap[ItemKey, Integer]()
-    nodes.foreach(n => n.summary.items.foreach(item => distinct.putIfAbsent(new ItemKey(item), 0)))
-    val sorted = distinct.keySet.toArray(new Array[ItemKey](0))
-    java.util.Arrays.sort(sorted, (a: ItemKey, b: ItemKey) => ItemCounts.compare(a.bytes, b.bytes))
+  private def dictionaryOf(summaries: Seq[ItemCounts], out: ByteWriter): Array[Array[Byte]] = {
+    val sorted = ItemCounts.sum(summaries, Int.MaxValue).items
     out.varint(sorted.length)
     var i = 0
-    while (i < sorted.length) { writeBytes(out, sorted(i).bytes); distinct.put(sorted(i), i); i += 1 }
-    distinct
+    while (i < sorted.length) {
+      if (i > 0 && ItemCounts.compare(sorted(i - 1), sorted(i)) >= 0) {
+        throw new IllegalStateException("a summary's items are out of order")
+      }
+      writeBytes(out, sorted(i))
+      i += 1
+    }
+    sorted
   }
 
   /** Reads [[dictionaryOf]]'s items: strictly ascending, so each item once. */
@@ -553,7 +557,7 @@ object SketchFormat {
    * (the first's from -1), less one; then its count.
    */
   private def writeTopKNodes(out: ByteWriter, now: Long, nodes: Seq[TopKNode],
-      dictionary: java.util.HashMap[ItemKey, Integer]): Unit = {
+      dictionary: Array[Array[Byte]]): Unit = {
     out.varint(nodes.size)
     var previous = 0L
     var first = true
@@ -567,8 +571,7 @@ object SketchFormat {
     }
   }
 
-  private def writeItemCounts(out: ByteWriter, s: ItemCounts,
-      dictionary: java.util.HashMap[ItemKey, Integer]): Unit = {
+  private def writeItemCounts(out: ByteWriter, s: ItemCounts, dictionary: Array[Array[Byte]]): Unit = {
     out.varint(s.error)
     out.varint(s.size)
     var index = -1
@@ -576,7 +579,10 @@ object SketchFormat {
     while (i < s.size) {
       if (dictionary == null) writeBytes(out, s.items(i))
       else {
-        val next = dictionary.get(new ItemKey(s.items(i))).intValue
+        // Sorted items: each one's index lies past the one before it.
+        val next = java.util.Arrays.binarySearch(dictionary, index + 1, dictionary.length, s.items(i),
+          ItemCounts.ByteOrder)
+        if (next < 0) throw new IllegalStateException("an item is missing from the dictionary")
         out.varint(next - index - 1)
         index = next
       }
@@ -683,8 +689,7 @@ object SketchFormat {
     out.long(s.now)
     out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
     val open = new ItemCounts(items, counts, openError)
-    val dictionary = dictionaryOf(s.compressedTopKNodes ++ s.pendingTopKNodes :+
-      new TopKNode(0, s.now, math.max(1L, openRows), open), out)
+    val dictionary = dictionaryOf((s.compressedTopKNodes ++ s.pendingTopKNodes).map(_.summary) :+ open, out)
     writeTopKNodes(out, s.now, s.compressedTopKNodes, dictionary)
     writeTopKNodes(out, s.now, s.pendingTopKNodes, dictionary)
     out.varint(openRows)

@@ -51,9 +51,10 @@ object ItemCounts {
    * but DECIMAL's, the unscaled value in minimal two's complement (a fixed scale per type).
    */
   def valueOrder(itemType: String): java.util.Comparator[Array[Byte]] =
-    if (itemType.startsWith("decimal")) SignedOrder else BytesOrder
+    if (itemType.startsWith("decimal")) SignedOrder else ByteOrder
 
-  private val BytesOrder: java.util.Comparator[Array[Byte]] = (a, b) => compare(a, b)
+  /** [[compare]] as a comparator: the order summaries and dictionaries keep items in. */
+  private[core] val ByteOrder: java.util.Comparator[Array[Byte]] = (a, b) => compare(a, b)
   private val SignedOrder: java.util.Comparator[Array[Byte]] = (a, b) => compareSigned(a, b)
 
   /** Minimal two's-complement big-endian integers by value: sign, then length, then bytes. */
