@@ -81,6 +81,24 @@ def exact_limit(eps: float) -> int:
     return limit
 
 
+def test_items_order_as_unsigned_bytes_a_prefix_first(spark):
+    """ItemCounts.compare, eight bytes at a time then byte by byte, orders as Python orders
+    bytes: pairs of 0 to 20 bytes, mostly a shared prefix with one byte changed anywhere."""
+    from windowsketch import _scala_object
+
+    items = _scala_object(spark, "windowsketch.core.ItemCounts")
+    rng = np.random.default_rng(29)
+    for _ in range(600):
+        a = bytes(rng.integers(0, 256, rng.integers(0, 21)).tolist())
+        b = bytearray(a[:rng.integers(0, len(a) + 1)] if rng.random() < 0.3 else a)
+        if b and rng.random() < 0.8:
+            b[rng.integers(0, len(b))] = int(rng.integers(0, 256))
+        b = bytes(b)
+        want = (a > b) - (a < b)
+        got = items.compare(bytearray(a), bytearray(b))
+        assert (got > 0) - (got < 0) == want, (a.hex(), b.hex())
+
+
 @pytest.mark.parametrize("ordered", [False, True], ids=["sketch", "ordered"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("window,eps", [(1, 0.3), (200, 0.3), (200, 0.1), (1000, 0.05)])

@@ -38,6 +38,14 @@ object ItemCounts {
   def compare(a: Array[Byte], b: Array[Byte]): Int = {
     val n = math.min(a.length, b.length)
     var i = 0
+    // Eight bytes at a time as unsigned big-endian longs: numeric items are eight bytes
+    // that differ in their last ones.
+    while (i + 8 <= n) {
+      val x = bigEndianLong(a, i)
+      val y = bigEndianLong(b, i)
+      if (x != y) return java.lang.Long.compareUnsigned(x, y)
+      i += 8
+    }
     while (i < n) {
       val c = (a(i) & 0xff) - (b(i) & 0xff)
       if (c != 0) return c
@@ -45,6 +53,11 @@ object ItemCounts {
     }
     a.length - b.length
   }
+
+  private def bigEndianLong(a: Array[Byte], i: Int): Long =
+    ((a(i) & 0xffL) << 56) | ((a(i + 1) & 0xffL) << 48) | ((a(i + 2) & 0xffL) << 40) |
+      ((a(i + 3) & 0xffL) << 32) | ((a(i + 4) & 0xffL) << 24) | ((a(i + 5) & 0xffL) << 16) |
+      ((a(i + 6) & 0xffL) << 8) | (a(i + 7) & 0xffL)
 
   /**
    * The order answers break ties in, by the items' values: [[compare]] for every encoding
