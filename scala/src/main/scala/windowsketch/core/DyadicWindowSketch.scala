@@ -219,7 +219,13 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
       prefix: Array[Long], out: NodeBuffer): Unit = {
     val subtree = prefix(b) - prefix(a)
     val right = prefix(n) - prefix(b)
-    if (k == 0 || above + subtree + 1 <= invariantEps * right) {
+    if (invariantEps * (prefix(n) - prefix(a + 1)) < 1) {
+      // The test needs c R >= 1, and no subtree within [a, b) has more than the counts after
+      // a + 1 to its right: nothing here collapses, each node stays (the newest ones, a
+      // small group's). Skips the walk down the tree.
+      var i = a
+      while (i < b) { out.add(levels(i), los(i), counts(i)); i += 1 }
+    } else if (k == 0 || above + subtree + 1 <= invariantEps * right) {
       out.add(k, lo, subtree)
     } else if (b - a == 1) {
       // One node: the test fails alike at every level down to its own (same subtree, right
