@@ -426,7 +426,13 @@ private[core] object DyadicNodes {
 
     def visit(k: Int, lo: Long, a: Int, b: Int, above: Long): Unit = {
       val subtree = after(a) - after(b)
-      if (k == 0 || subtree + above + 1 <= check * after(b)) {
+      if (check * after(a + 1) < 2) {
+        // (I) needs c R >= 2 (every node holds a row), and no subtree within [a, b) has more
+        // than the rows after a + 1 to its right: each node stays as it is (a leaf within
+        // its capacity, as every leaf is, folds to itself).
+        var i = a
+        while (i < b) { out += nodes(i); i += 1 }
+      } else if (k == 0 || subtree + above + 1 <= check * after(b)) {
         out += fold(k, lo, a, b, subtree, after(b))
       } else if (b - a == 1) {
         out += nodes(a) // (I) fails alike at every level down to its own, where it stays
