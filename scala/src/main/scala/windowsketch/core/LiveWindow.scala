@@ -616,6 +616,14 @@ object LiveWindow {
   /** Refuses a state made under another window, `every` or aggregate list, naming the change. */
   private def checkParameters(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate],
       stateWindow: Long, stateEvery: Long, written: Seq[WrittenAggregate]): Unit = {
+    // Every key's state is read each batch: the usual case, nothing changed, compares fields;
+    // only a difference (which may still describe the same, as an older tag) builds the text.
+    val same = stateWindow == window && stateEvery == every && written.size == aggregates.size &&
+      written.indices.forall { i =>
+        val (w, a) = (written(i), aggregates(i))
+        w.tag == a.tag && w.parameters == a.parameters && w.above == a.above && w.below == a.below
+      }
+    if (same) return
     def shown(w: WrittenAggregate): String =
       FamilyNames.get(w.tag).map(LiveAggregate.describe(_, w.parameters, w.above, w.below))
         .getOrElse(s"an unknown aggregate (tag ${w.tag})")
