@@ -575,7 +575,7 @@ def top_k(spark, sizes, report):
         "About 1,000 paths, Zipf-like. The sliding frames re-aggregate each row's frame: their "
         "cost per row is measured at full frames, as the time difference between one key's "
         f"first {window:,} + {3 * sample:,} and {window:,} + {sample:,} rows (best of 3 "
-        "alternating runs each).; — where the difference was lost in the noise.")
+        "alternating runs each; — where the difference was lost in the noise).")
     spark.range(sizes.group_rows).selectExpr(
         "id % 10000 AS g", "id AS ts", f"{path.replace('id *', '(id DIV 10000) *')} AS url") \
         .createOrReplaceTempView("top_k_groups")

@@ -67,9 +67,9 @@ def pytest_collection_modifyitems(config, items):
     if share:
         index, count = (int(part) for part in share.split("/"))
         assert 0 <= index < count, f"--function-share {share}: need 0 <= I < N"
-        outside = [item for item in items if function_share(item.nodeid, count) != index]
-        config.hook.pytest_deselected(items=outside)
-        items[:] = [item for item in items if function_share(item.nodeid, count) == index]
+        inside = {id(item) for item in items if function_share(item.nodeid, count) == index}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in inside])
+        items[:] = [item for item in items if id(item) in inside]
     per_test = config.getoption("--params-per-test")
     if per_test > 0:
         cases: dict[tuple, list] = {}
