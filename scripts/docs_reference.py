@@ -29,6 +29,7 @@ SQL_SECTIONS = [
     ("Averages, variances and standard deviations",
      ("approx_window_avg", "approx_window_var", "approx_window_stddev")),
     ("Most frequent values", ("approx_window_top_k",)),
+    ("Samples of rows", ("approx_window_sample",)),
     ("Count sketch columns", ("window_sketch",)),
     ("Distinct-count sketch columns", ("window_distinct_sketch",)),
     ("Percentile sketch columns", ("window_percentile_sketch",)),

@@ -17,8 +17,8 @@ __all__ = [
     "approx_window_avg", "approx_window_avg_bounds", "approx_window_count",
     "approx_window_count_bounds", "approx_window_count_distinct", "approx_window_percentile",
     "approx_window_percentile_bounds", "approx_window_stddev", "approx_window_stddev_bounds",
-    "approx_window_stddev_pop", "approx_window_stddev_samp", "approx_window_sum",
-    "approx_window_top_k",
+    "approx_window_sample", "approx_window_stddev_pop", "approx_window_stddev_samp",
+    "approx_window_sum", "approx_window_top_k",
     "approx_window_var_pop", "approx_window_var_samp", "approx_window_variance",
     "window_distinct_sketch", "window_distinct_sketch_estimate",
     "window_distinct_sketch_merge", "window_moments_sketch", "window_moments_sketch_bounds",
@@ -1162,6 +1162,67 @@ def _k(k: Union[int, Column]) -> Column:
     if isinstance(k, bool) or not isinstance(k, (int, Column)):
         raise TypeError(f"`k` must be a positive int (how many items to list), got {k!r}")
     return _literal(k)
+
+
+def approx_window_sample(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    k: Union[int, Column],
+    seed: Union[int, Column] = 0,
+) -> Column:
+    """Up to ``k`` rows' ``x`` drawn uniformly at random from a sliding window, in time order.
+
+    Every set of ``k`` rows of the window is equally likely to be the sample; a window of at
+    most ``k`` non-NULL rows gives all of them. The draw is a seeded hash of each row's
+    ``ts`` and ``x`` (priority sampling over a moving window, Babcock, Datar and Motwani
+    2002), so the same rows give the same sample in every frame, partitioning and merge
+    order; rows equal in both ``ts`` and ``x`` are drawn together. The state holds about
+    ``k * ln(n / k)`` of the window's ``n`` rows in expectation (``docs/sampling.md``).
+
+    Parameters
+    ----------
+    x : :class:`~pyspark.sql.Column` or str
+        A value of any type GROUP BY takes (no MAP inside): ``F.struct("url", "status")``
+        samples whole rows. NULL is skipped.
+    ts, window
+        As for :func:`approx_window_count`.
+    k : int or :class:`~pyspark.sql.Column`
+        How many values to draw: a constant int in [1, 10000].
+    seed : int or :class:`~pyspark.sql.Column`
+        A constant integer; another seed draws another sample. Default 0.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        ARRAY of ``x``'s type, oldest row first; an empty array for an empty window.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_sample
+    >>> df = spark.createDataFrame([(1, "/a"), (2, "/b"), (3, "/c"), (4, "/d")],
+    ...                            "ts INT, url STRING")
+    >>> df.select("ts", approx_window_sample("url", "ts", 3, 2).over(Window.orderBy("ts"))
+    ...           .alias("sample")).show()
+    +---+--------+
+    | ts|  sample|
+    +---+--------+
+    |  1|    [/a]|
+    |  2|[/a, /b]|
+    |  3|[/b, /c]|
+    |  4|[/b, /c]|
+    +---+--------+
+    """
+    _check_column(x, "x")
+    _check_column(ts, "ts")
+    _check_window(window)
+    if isinstance(k, bool) or not isinstance(k, (int, Column)):
+        raise TypeError(f"`k` must be a positive int (how many values to draw), got {k!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, Column)):
+        raise TypeError(f"`seed` must be an int, got {seed!r}")
+    return F.call_function("approx_window_sample", _column(x), _column(ts), _literal(window),
+                           _literal(k), _literal(seed))
 
 
 def approx_window_top_k(

@@ -137,6 +137,14 @@ SCRIPT = textwrap.dedent("""
     assert [(t.item, t["count"]) for t in got.top] == [("false", 8), ("true", 4)], got
     print("CONNECT TOP K OK", len(tops))
 
+    # Samples: a window of at most k rows gives them all, oldest first.
+    from windowsketch.functions import approx_window_sample
+    samples = df.select("key", "pos", approx_window_sample("pos", "pos", 10, 5).over(w_pos)
+                        .alias("s")).collect()
+    assert all(r.s == [p for p in range(r.pos - 9, r.pos + 1) if p >= 0 and p % 2 == r.key]
+               for r in samples), samples
+    print("CONNECT SAMPLES OK", len(samples))
+
     try:
         windowsketch.register(spark)
     except RuntimeError as e:
@@ -272,6 +280,7 @@ def test_dataframe_function_under_spark_connect(tmp_path):
     assert "CONNECT OK 40" in out and "CONNECT SKETCHES OK 40" in out
     assert "CONNECT DISTINCT OK 40" in out and "CONNECT PERCENTILES OK 40" in out
     assert "CONNECT MOMENTS OK 40" in out and "CONNECT TOP K OK 40" in out
+    assert "CONNECT SAMPLES OK 40" in out
     assert "REGISTER REFUSED: windowsketch.register() needs a classic SparkSession" in out
     assert "CONNECT SLIDING WINDOW OK 8" in out and "CONNECT TIMESTAMP RESTART OK 9" in out
     assert ("UPDATE REFUSED: sliding_window emits final rows, each (key, window_end) once: "

@@ -248,3 +248,18 @@ def test_top_k(spark, api):
     for jcolumn, expression in cases:
         got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_top_k")
         assert got == want and want, (expression, got, want)
+
+
+def test_sample(spark, api):
+    f, col, lit, select, _ = api
+    cases = [
+        (f.approx_window_sample(col("q"), col("ts"), lit(12), lit(3), lit(5)),
+         "approx_window_sample(q, ts, 12, 3, 5)"),
+        (f.approx_window_sample(col("q"), col("ts"), lit(12), lit(3)), "approx_window_sample(q, ts, 12, 3)"),
+        (f.approx_window_sample("q", "ts", 12, 3, 5), "approx_window_sample(q, ts, 12, 3, 5)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn), sql(spark, expression)
+        assert got == want and len(want) == 3, (expression, got, want)
+    assert sql(spark, "approx_window_sample(q, ts, 12, 3, 5)") != sql(
+        spark, "approx_window_sample(q, ts, 12, 3, 6)")

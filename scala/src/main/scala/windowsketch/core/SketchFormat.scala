@@ -26,6 +26,8 @@ object SketchFormat {
   val KindQuantilesCompact: Byte = 8
   /** Kind byte: the top-k nodes of kind 6, their items written once in a dictionary. */
   val KindTopKDictionary: Byte = 9
+  /** Kind byte: a sample's rows, each with its time, copies and value. */
+  val KindSample: Byte = 10
 
   /** What each kind is, as users know it: for the error when a reader gets another kind. */
   private def describeKind(kind: Byte): String = kind match {
@@ -34,6 +36,7 @@ object SketchFormat {
     case KindQuantiles | KindQuantilesCompact => "a percentile sketch (window_percentile_sketch)"
     case KindMoments => "a moments sketch (window_moments_sketch)"
     case KindTopK | KindTopKDictionary => "a top-k sketch (window_top_k_sketch)"
+    case KindSample => "a sample sketch (window_sample_sketch)"
     case other => throw new CorruptSketchException(s"unknown sketch kind $other")
   }
 
@@ -666,6 +669,71 @@ object SketchFormat {
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
     s.restore(h.hasTime, h.now, check, nodes)
     s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+    s
+  }
+
+  /**
+   * A sample (kind 10): the header with 0.0 in the eps field, then k (varint), the seed (8
+   * bytes), the values' type name, and the held rows newest first, equal times by bytes
+   * ascending: each as its time's step back (from now for the first), its copies (varint)
+   * and its value's length and bytes. Priorities are not written: the reader hashes them.
+   */
+  def serializeSample(s: SlidingSample): Array[Byte] = {
+    val rows = s.heldNewestFirst
+    val out = header(KindSample, s.window, 0.0, s.hasTime, s.microsecondTime, s.now,
+      rows.map(_.value.length + 4).sum)
+    out.varint(s.k)
+    out.long(s.seed)
+    writeBytes(out, s.itemType.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+    out.varint(rows.length)
+    var previous = s.now
+    rows.foreach { r =>
+      out.varint(previous - r.ts)
+      out.varint(r.copies)
+      writeBytes(out, r.value)
+      previous = r.ts
+    }
+    finish(out)
+  }
+
+  /**
+   * Reads [[serializeSample]]'s bytes, checking every row lies in the window, times never
+   * step forward, equal times come in ascending bytes, copies are positive, and that the
+   * rows are exactly the window's undominated ones (as a sketch writes them).
+   */
+  def deserializeSample(bytes: Array[Byte]): SlidingSample = {
+    val (in, h) = readHeader(bytes)
+    requireFamily(h.kind, KindSample)
+    val k = in.varint()
+    if (h.eps != 0.0 || k < 1 || k > SlidingSample.MaxK) {
+      throw new CorruptSketchException(s"invalid parameters window=${h.window}, k=$k")
+    }
+    val s = new SlidingSample(h.window, k.toInt, in.long())
+    s.microsecondTime = h.microseconds
+    s.itemType = new String(readBytes(in, bytes.length), java.nio.charset.StandardCharsets.UTF_8)
+    val n = in.varint()
+    if (n < 0 || n > bytes.length || (n > 0 && !h.hasTime)) throw new CorruptSketchException(s"invalid row count $n")
+    val rows = new Array[SampledRow](n.toInt)
+    var previous = h.now
+    var i = 0
+    while (i < n) {
+      val step = in.varint()
+      val ts = previous - step
+      if (step < 0 || java.lang.Long.compareUnsigned(h.now - ts, h.window) >= 0 || ts > h.now) {
+        throw new CorruptSketchException(s"row ${i + 1} lies outside the window")
+      }
+      val copies = in.varint()
+      if (copies < 1) throw new CorruptSketchException(s"invalid copies $copies")
+      val value = readBytes(in, bytes.length)
+      if (i > 0 && step == 0 && ItemCounts.compare(rows(i - 1).value, value) >= 0) {
+        throw new CorruptSketchException("rows of one time out of order")
+      }
+      rows(i) = new SampledRow(ts, value, SlidingSample.priority(s.seed, ts, value), copies)
+      previous = ts
+      i += 1
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    s.restore(h.hasTime, h.now, rows).foreach(problem => throw new CorruptSketchException(problem))
     s
   }
 

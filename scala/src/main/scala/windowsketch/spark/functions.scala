@@ -328,6 +328,19 @@ object functions {
   def approx_window_top_k(x: String, ts: String, window: Any, k: Int, eps: Double): Column =
     approx_window_top_k(col(x), col(ts), lit(window), lit(k), lit(eps))
 
+  /**
+   * Up to `k` values of `x` drawn uniformly from the sliding window's non-NULL rows, in time
+   * order: ARRAY of `x`'s type; see `approx_window_sample`.
+   */
+  def approx_window_sample(x: Column, ts: Column, window: Column, k: Column, seed: Column): Column =
+    call_function("approx_window_sample", x, ts, window, k, seed)
+
+  def approx_window_sample(x: Column, ts: Column, window: Column, k: Column): Column =
+    call_function("approx_window_sample", x, ts, window, k)
+
+  def approx_window_sample(x: String, ts: String, window: Any, k: Int, seed: Long): Column =
+    approx_window_sample(col(x), col(ts), lit(window), lit(k), lit(seed))
+
   /** A mergeable top-k sketch (BINARY) of the group's values; see `window_top_k_sketch`. */
   def window_top_k_sketch(x: Column, ts: Column, window: Column, eps: Column): Column =
     call_function("window_top_k_sketch", x, ts, window, eps)

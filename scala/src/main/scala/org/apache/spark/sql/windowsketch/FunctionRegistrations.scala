@@ -34,6 +34,7 @@ object FunctionRegistrations {
     registration[ApproxWindowAvgBounds](ApproxWindowAvgBounds.Name),
     registration[ApproxWindowStddevBounds](ApproxWindowStddevBounds.Name),
     registration[ApproxWindowTopK](ApproxWindowTopK.Name),
+    registration[ApproxWindowSample](ApproxWindowSample.Name),
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
     registration[WindowSketchEstimate](WindowSketchEstimate.Name),

@@ -1,0 +1,195 @@
+"""approx_window_sample against the sample its window's rows define, on every output: each
+row's frame comes from Spark's own collect_list over the same frame, and the k
+highest-priority rows of its window are recomputed in Python from the rows alone
+(``sample_reference``), in running, sliding, whole-partition and descending frames and in
+GROUP BY over shuffled partitions; then value types, time windows, uniformity over many
+groups and the errors."""
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import numpy as np
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from conftest import error_condition, parameter_index, stable_seed
+from sample_reference import expected_sample
+from test_percentiles import FRAMES
+from windowsketch.functions import approx_window_sample
+
+K = 3
+WINDOW = 40
+
+
+def rows(rng, kind, n):
+    """(id, key, ts, x) rows that stress the window's edge: bursts and gaps, rows equal in
+    time and value (drawn together), a strictly monotone run, all distinct; NULL values and
+    NULL times."""
+    steps = {
+        "bursts": np.where(rng.random(n) < 0.1, rng.integers(10, 60, n), rng.integers(0, 3, n)),
+        "duplicates": rng.integers(0, 2, n),
+        "monotone": np.ones(n, dtype=np.int64),
+        "distinct": rng.integers(0, 4, n),
+    }[kind]
+    ts = np.cumsum(steps)
+    x = {
+        "bursts": [f"/b{int(v)}" for v in rng.integers(0, 30, n)],
+        "duplicates": [f"/d{int(v)}" for v in rng.integers(0, 3, n)],
+        "monotone": [f"/m{int(v)}" for v in rng.integers(0, 1000, n)],
+        "distinct": [f"/u{i}" for i in range(n)],
+    }[kind]
+    return [(i, f"k{i % 3}", None if rng.random() < 0.02 else int(ts[i]),
+             None if rng.random() < 0.1 else x[i]) for i in range(n)]
+
+
+KINDS = ["bursts", "duplicates", "monotone", "distinct"]
+
+
+@pytest.mark.parametrize("frame", sorted(FRAMES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_row_is_its_windows_sample_in_every_frame(spark, kind, frame):
+    rng = np.random.default_rng(stable_seed("sample-frames", kind, frame))
+    spark.createDataFrame(rows(rng, kind, 900), "id INT, key STRING, ts BIGINT, x STRING") \
+        .repartition(3).createOrReplaceTempView("sample_rows")
+    over = f"OVER ({FRAMES[frame]})"
+    got = spark.sql(f"""
+        SELECT approx_window_sample(x, ts, {WINDOW}, {K}) {over} AS ours,
+               approx_window_sample(x, ts, {WINDOW}, {K}, -7) {over} AS seeded,
+               collect_list(struct(ts, x)) {over} AS frame
+        FROM sample_rows""").collect()
+    full = partial = 0
+    for r in got:
+        assert r.ours == expected_sample(r.frame, WINDOW, K), r.frame
+        assert r.seeded == expected_sample(r.frame, WINDOW, K, seed=-7), r.frame
+        full += len(r.ours) == K
+        partial += 0 < len(r.ours) < K
+    assert len(got) == 900 and full > 300
+    if frame != "whole-partition":
+        assert partial > 0  # windows of fewer than k rows give them all
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_group_by_over_shuffled_partitions_gives_the_running_frames_last_sample(spark, kind):
+    rng = np.random.default_rng(stable_seed("sample-group-by", kind))
+    data = [(i, f"g{int(rng.integers(0, 20))}", t, x) for i, _, t, x in rows(rng, kind, 6000)]
+    df = spark.createDataFrame(data, "id INT, key STRING, ts BIGINT, x STRING")
+    window = 1500
+    grouped = (df.repartition(7, "id").groupBy("key")
+               .agg(approx_window_sample("x", "ts", window, 5).alias("sample"),
+                    F.collect_list(F.struct("ts", "x")).alias("frame"))
+               .collect())
+    w = Window.partitionBy("key").orderBy("ts")
+    running = {r.key: r.sample for r in df.select(
+        "key", "ts", approx_window_sample("x", "ts", window, 5).over(w).alias("sample"),
+        F.row_number().over(w.orderBy(F.desc_nulls_last("ts"))).alias("last"))
+        .where("last = 1").collect()}
+    assert len(grouped) == 20
+    for r in grouped:
+        assert len(r.sample) == 5
+        assert r.sample == expected_sample(r.frame, window, 5), r.key
+        assert r.sample == running[r.key], r.key
+
+
+def test_values_of_any_type_and_time_windows(spark):
+    """Structs sample whole rows, other types come back as they went in, and a time window
+    [now - w, now] holds its first microsecond: every value is a row of its window, there
+    are min(k, n) of them, and GROUP BY draws the running frame's last sample."""
+    base = datetime.datetime(2025, 1, 1, 10)
+    data = [(i, base + datetime.timedelta(minutes=i // 2), f"/p{i % 7}", 200 + i % 3,
+             decimal.Decimal(i) / 4, [i, i + 1], datetime.date(2025, 1, 1 + i % 3))
+            for i in range(60)]
+    df = spark.createDataFrame(
+        data, "id INT, t TIMESTAMP, url STRING, status INT, price DECIMAL(10,2), "
+              "pair ARRAY<INT>, d DATE")
+    row = F.struct("id", "url", "status", "price", "pair", "d")
+    w = Window.orderBy("t", "id").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    got = df.select("id", "t", approx_window_sample(row, "t", "10 minutes", 4).over(w).alias("s"),
+                    F.collect_list(F.struct("t", row.alias("x"))).over(w).alias("frame")) \
+        .collect()
+    for r in got:
+        inside = [f.x for f in r.frame if f.t >= r.t - datetime.timedelta(minutes=10)]
+        assert len(r.s) == min(4, len(inside))
+        assert all(v in inside for v in r.s) and len(set(v.id for v in r.s)) == len(r.s)
+        assert [v.id for v in r.s] == sorted(v.id for v in r.s)  # oldest first
+    # 10:19:30 is the last row; [10:09:30, 10:19:30] holds rows from 10:10 on (ids 20-59)
+    # and no row of 10:09.
+    assert len({v.id for r in got for v in r.s if r.id == 59} - set(range(20, 60))) == 0
+    grouped = df.groupBy().agg(approx_window_sample(row, "t", "10 minutes", 4).alias("s")).first()
+    assert grouped.s == got[-1].s
+    assert type(got[-1].s[0].price) is decimal.Decimal and type(got[-1].s[0].d) is datetime.date
+
+
+def test_each_row_is_drawn_equally_often(spark):
+    """Uniformity: 3,000 groups of the same 30 positions, each group's values distinct (so
+    its priorities are independent of the others'), a window of the last 20 positions and
+    k = 5. Each of those 20 positions must be drawn in about a quarter of the groups and
+    the 10 expired ones never; a chi-square over the 20 counts against 750 each, at a
+    false-failure probability below 10^-6 (the statistic of a sample without replacement
+    is at most a chi-square of 19 degrees of freedom scaled by 1 - 5/20)."""
+    groups, positions, window, k = 3000, 30, 20, 5
+    got = spark.range(groups * positions).selectExpr(
+        f"id DIV {positions} AS g", f"id % {positions} + 1 AS pos").groupBy("g").agg(
+        approx_window_sample(F.struct("g", "pos"), "pos", window, k).alias("s")).collect()
+    drawn = np.zeros(positions + 1, dtype=np.int64)
+    for r in got:
+        assert len(r.s) == k
+        for v in r.s:
+            drawn[v.pos] += 1
+    assert drawn[:positions - window + 1].sum() == 0
+    counts = drawn[positions - window + 1:]
+    expected = groups * k / window
+    statistic = float(((counts - expected) ** 2 / expected).sum())
+    # P(chi2(19) > 60) < 10^-6: the survival function at 60 is about 3.9e-6 for 19 degrees;
+    # 66 is below 4e-7. The scaled statistic's mean is 19 * 0.75.
+    assert statistic < 66.0, (statistic, counts.tolist())
+    assert statistic > 1.0, (statistic, counts.tolist())  # not suspiciously even
+
+
+def test_seeds_draw_different_samples_and_equal_rows_go_together(spark):
+    df = spark.range(200).selectExpr("id AS ts", "id % 50 AS x")
+    seeds = {tuple(df.groupBy().agg(approx_window_sample("x", "ts", 200, 5, seed).alias("s"))
+                   .first().s) for seed in range(6)}
+    assert len(seeds) == 6
+    # 40 rows at one time with 2 values: each value's copies share one priority.
+    twins = spark.range(40).selectExpr("0 AS ts", "CAST(id % 2 AS STRING) AS x")
+    sample = twins.groupBy().agg(approx_window_sample("x", "ts", 10, 25).alias("s")).first().s
+    assert sorted(set(sample)) == ["0", "1"] and len(sample) == 25
+    assert abs(sample.count("0") - sample.count("1")) == 15  # one value's 20 copies, then 5
+
+
+def check_refused(spark, query, condition, parameters):
+    with pytest.raises(Exception) as e:
+        spark.sql(query).collect()
+    assert error_condition(e.value) == condition, str(e.value)
+    for p in parameters:
+        assert p in str(e.value), (p, str(e.value))
+
+
+@pytest.mark.parametrize("call, condition, parameters", [
+    ("approx_window_sample(x, ts, 10, 0)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", ["`k`", "[1, 10000]"]),
+    ("approx_window_sample(x, ts, 10, 10001)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", ["`k`"]),
+    ("approx_window_sample(x, ts, 10, ts)", "DATATYPE_MISMATCH.NON_FOLDABLE_INPUT", ["`k`"]),
+    ("approx_window_sample(x, ts, 10, CAST(NULL AS INT))", "DATATYPE_MISMATCH.UNEXPECTED_NULL", ["`k`"]),
+    ("approx_window_sample(x, ts, 10, 2.5)", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", ["`k`"]),
+    ("approx_window_sample(x, ts, 10, 2, 0.5)", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", ["`seed`"]),
+    ("approx_window_sample(x, ts, 10, 2, ts)", "DATATYPE_MISMATCH.NON_FOLDABLE_INPUT", ["`seed`"]),
+    ("approx_window_sample(x, ts, 10, 2, CAST(NULL AS BIGINT))", "DATATYPE_MISMATCH.UNEXPECTED_NULL", ["`seed`"]),
+    ("approx_window_sample(map(x, ts), ts, 10, 2)", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE",
+     [parameter_index(0), "MAP"]),
+    ("approx_window_sample(x, ts, 0, 2)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", ["`window`"]),
+    ("approx_window_sample(x, ts, INTERVAL 1 HOUR, 2)", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT",
+     ["`window`"]),
+    ("approx_window_sample(x, x, 10, 2)", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", [parameter_index(1)]),
+])
+def test_bad_arguments_are_refused_naming_the_argument(spark, call, condition, parameters):
+    check_refused(spark, f"SELECT {call} FROM VALUES ('a', 1L) AS t(x, ts)", condition, parameters)
+
+
+def test_python_arguments_are_checked_before_spark(spark):
+    for bad in (dict(k=True), dict(k=2.0), dict(k=2, seed="1"), dict(k=2, seed=1.5)):
+        with pytest.raises(TypeError):
+            approx_window_sample("x", "ts", 10, **bad)
+    with pytest.raises(TypeError):
+        approx_window_sample(1, "ts", 10, 2)
