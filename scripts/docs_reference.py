@@ -35,6 +35,7 @@ SQL_SECTIONS = [
     ("Percentile sketch columns", ("window_percentile_sketch",)),
     ("Moments sketch columns", ("window_moments_sketch",)),
     ("Top-k sketch columns", ("window_top_k_sketch",)),
+    ("Sample sketch columns", ("window_sample_sketch",)),
 ]
 
 #: The public Scala API: (source file, the objects and classes of it users call).

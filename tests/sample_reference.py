@@ -1,28 +1,13 @@
 """The sample a window must give, computed from its rows alone: each row's priority is the
-seeded hash of its time and its value's binary-row bytes (docs/sampling.md), and the sample
-is the k highest-ranked rows of the window, oldest first. Only BIGINT and STRING values are
-encoded here, enough for the property streams."""
+seeded hash of its time and its value's binary-row bytes (docs/sampling.md; the Python
+reader's hash, checked against the JVM's by every test that uses this), and the sample is
+the k highest-ranked rows of the window, oldest first. Values are encoded here, not taken
+from Spark: only BIGINT and STRING, enough for the property streams."""
 from __future__ import annotations
 
 import struct
 
-_MASK = (1 << 64) - 1
-
-
-def _mix(x: int) -> int:
-    z = (x + 0x9E3779B97F4A7C15) & _MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-    return z ^ (z >> 31)
-
-
-def priority(seed: int, ts: int, value: bytes) -> int:
-    """The row's priority as an unsigned 64-bit integer."""
-    h = _mix(seed & _MASK)
-    h = _mix(h ^ (ts & _MASK))
-    for i in range(0, len(value), 8):
-        h = _mix(h ^ int.from_bytes(value[i:i + 8], "little"))
-    return _mix(h ^ len(value))
+from windowsketch.sketch.sample import priority
 
 
 def row_bytes(value, sql_type: str) -> bytes:
@@ -38,18 +23,20 @@ def row_bytes(value, sql_type: str) -> bytes:
 
 
 def expected_sample(frame, window: int, k: int, seed: int = 0, sql_type: str = "string",
-                    temporal: bool = False):
-    """The sample of the window ending at the frame's largest ``ts``: its ``x`` values, oldest
-    first, equal times by their bytes. ``frame`` holds rows with ``ts`` and ``x`` fields."""
+                    temporal: bool = False, end: int | None = None):
+    """The sample of the window ending at ``end`` (default: the frame's largest ``ts``):
+    its ``x`` values, oldest first, equal times by their bytes. ``frame`` holds rows with
+    ``ts`` and ``x`` fields."""
     times = [r["ts"] for r in frame if r["ts"] is not None]
     if not times:
         return []
-    now = max(times)
+    now = max(times) if end is None else end
     copies: dict[tuple[int, bytes], int] = {}
     values = {}
     for r in frame:
         t, x = r["ts"], r["x"]
-        if t is None or x is None or not (now - window <= t if temporal else now - window < t):
+        if t is None or x is None or t > now or not (
+                now - window <= t if temporal else now - window < t):
             continue
         key = (t, row_bytes(x, sql_type))
         copies[key] = copies.get(key, 0) + 1

@@ -20,6 +20,7 @@ __all__ = [
     "approx_window_sample", "approx_window_stddev_pop", "approx_window_stddev_samp",
     "approx_window_sum", "approx_window_top_k",
     "approx_window_var_pop", "approx_window_var_samp", "approx_window_variance",
+    "window_sample_sketch", "window_sample_sketch_get", "window_sample_sketch_merge",
     "window_distinct_sketch", "window_distinct_sketch_estimate",
     "window_distinct_sketch_merge", "window_moments_sketch", "window_moments_sketch_bounds",
     "window_moments_sketch_estimate", "window_moments_sketch_merge", "window_percentile_sketch",
@@ -1214,15 +1215,124 @@ def approx_window_sample(
     |  4|[/b, /c]|
     +---+--------+
     """
+    return _sample_aggregate("approx_window_sample", x, ts, window, k, seed)
+
+
+def _sample_k(k: Union[int, Column]) -> Column:
+    if isinstance(k, bool) or not isinstance(k, (int, Column)):
+        raise TypeError(f"`k` must be a positive int (how many values to draw), got {k!r}")
+    return _literal(k)
+
+
+def _sample_aggregate(name: str, x: ColumnOrName, ts: ColumnOrName, window: WindowSpec,
+                      k: Union[int, Column], seed: Union[int, Column]) -> Column:
     _check_column(x, "x")
     _check_column(ts, "ts")
     _check_window(window)
-    if isinstance(k, bool) or not isinstance(k, (int, Column)):
-        raise TypeError(f"`k` must be a positive int (how many values to draw), got {k!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, Column)):
         raise TypeError(f"`seed` must be an int, got {seed!r}")
-    return F.call_function("approx_window_sample", _column(x), _column(ts), _literal(window),
-                           _literal(k), _literal(seed))
+    return F.call_function(name, _column(x), _column(ts), _literal(window), _sample_k(k),
+                           _literal(seed))
+
+
+def window_sample_sketch(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    k: Union[int, Column],
+    seed: Union[int, Column] = 0,
+) -> Column:
+    """A mergeable sketch (BINARY) of a group's rows, for samples of sliding windows later.
+
+    Keep one per key and period, merge them with :func:`window_sample_sketch_merge` and
+    read them with :func:`window_sample_sketch_get`: the sample of any window of up to
+    ``window`` ending at or after the sketch's largest ``ts``, exactly the one
+    :func:`approx_window_sample` draws from that window's rows. Arguments as for
+    :func:`approx_window_sample`; ``k`` is the largest sample the sketch gives.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_sample_sketch, window_sample_sketch_get
+    >>> df = spark.createDataFrame([(1, "/a"), (2, "/b"), (3, "/c"), (4, "/d")],
+    ...                            "ts INT, url STRING")
+    >>> df.agg(window_sample_sketch_get(window_sample_sketch("url", "ts", 3, 2))
+    ...        .alias("sample")).show()
+    +--------+
+    |  sample|
+    +--------+
+    |[/b, /c]|
+    +--------+
+    """
+    return _sample_aggregate("window_sample_sketch", x, ts, window, k, seed)
+
+
+def window_sample_sketch_merge(sketch: ColumnOrName) -> Column:
+    """Merges a group's sample sketches into one: the sketch of all their rows, the same
+    bytes in any merge order.
+
+    NULL sketches are skipped; a group with none gives NULL. Sketches of another window,
+    ``k``, ``seed``, time unit or value type, and bytes that are not a sample sketch, raise
+    an error.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_sample_sketch, window_sample_sketch_get,
+    ...     window_sample_sketch_merge)
+    >>> df = spark.createDataFrame([("a", 1, "/a"), ("b", 2, "/b"), ("a", 3, "/c"),
+    ...                             ("b", 4, "/d")], "host STRING, ts INT, url STRING")
+    >>> per_host = df.groupBy("host").agg(window_sample_sketch("url", "ts", 3, 2).alias("s"))
+    >>> per_host.agg(window_sample_sketch_get(window_sample_sketch_merge("s"))
+    ...              .alias("sample")).show()
+    +--------+
+    |  sample|
+    +--------+
+    |[/b, /c]|
+    +--------+
+    """
+    _check_column(sketch, "sketch")
+    return F.call_function("window_sample_sketch_merge", _column(sketch))
+
+
+def window_sample_sketch_get(
+    sketch: ColumnOrName, k: Optional[Union[int, Column]] = None, as_of: AsOf = None,
+    sub_window: Optional[WindowSpec] = None,
+) -> Column:
+    """The sample of a sample sketch's window: ``k`` values (default: the sketch's k).
+
+    Parameters
+    ----------
+    sketch : :class:`~pyspark.sql.Column` or str
+        BINARY made by :func:`window_sample_sketch` or :func:`window_sample_sketch_merge`.
+    k : int or :class:`~pyspark.sql.Column`, optional
+        How many values to draw, at most the sketch's k.
+    as_of, sub_window
+        As for :func:`window_sketch_estimate`.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        ARRAY<STRING>, oldest row first, each value as text (``CAST(x AS STRING)``,
+        timestamps in UTC): the sketch's value type is known only when its bytes are read.
+        :class:`windowsketch.sketch.SampleSketch` gives typed values in Python.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_sample_sketch, window_sample_sketch_get
+    >>> df = spark.createDataFrame([(1, 404), (2, 200), (3, 404), (4, 500)],
+    ...                            "ts INT, status INT")
+    >>> s = df.agg(window_sample_sketch("status", "ts", 3, 2).alias("s"))
+    >>> s.select(window_sample_sketch_get("s").alias("last_3"),
+    ...          window_sample_sketch_get("s", 1, 4, 1).alias("at_4_last_1")).show()
+    +----------+-----------+
+    |    last_3|at_4_last_1|
+    +----------+-----------+
+    |[200, 500]|      [500]|
+    +----------+-----------+
+    """
+    count = F.lit(None) if k is None else _sample_k(k)
+    if as_of is None and sub_window is None and k is None:
+        return _sketch_query("window_sample_sketch_get", sketch, None, None)
+    return _sketch_query("window_sample_sketch_get", sketch, as_of, sub_window, count)
 
 
 def approx_window_top_k(

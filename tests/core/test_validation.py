@@ -139,13 +139,13 @@ def _either_kind_cases():
     def zero_window(s): s.window = 0
     def eps_out_of_range(s): s.eps = 1.0
     def unknown_flag(s): s.flags |= 4
-    def unknown_kind(s): s.kind = 10
+    def unknown_kind(s): s.kind = 99
     return [
         (trailing_byte, "trailing bytes after the sketch"),
         (zero_window, "invalid parameters"),
         (eps_out_of_range, "invalid parameters"),
         (unknown_flag, "unknown flags"),
-        (unknown_kind, "unknown sketch kind 10"),
+        (unknown_kind, "unknown sketch kind 99"),
     ]
 
 

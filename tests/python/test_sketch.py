@@ -232,7 +232,7 @@ def test_header_problems_have_their_own_messages():
         "the bytes are not a windowsketch sketch (bad magic byte)": b"X" + bytes(body[1:]),
         "format version 2 is not supported (this build reads version 1)":
             bytes(body[:1]) + b"\x02" + bytes(body[2:]),
-        "unknown sketch kind 10": bytes(body[:2]) + b"\x0a" + bytes(body[3:]),
+        "unknown sketch kind 99": bytes(body[:2]) + b"\x63" + bytes(body[3:]),
     }
     for message, damaged in cases.items():
         with pytest.raises(InvalidSketchBytes, match=f"^invalid sketch bytes: {re.escape(message)}$"):

@@ -17,7 +17,10 @@ from pyspark.sql import functions as F
 from conftest import error_condition, parameter_index, stable_seed
 from sample_reference import expected_sample
 from test_percentiles import FRAMES
-from windowsketch.functions import approx_window_sample
+from windowsketch.functions import (approx_window_sample, window_sample_sketch,
+                                    window_sample_sketch_merge)
+from windowsketch.sketch import InvalidSketchBytes, SampleSketch, WindowSketch, merge_column
+from windowsketch.sketch.sample import priority as sample_priority
 
 K = 3
 WINDOW = 40
@@ -193,3 +196,79 @@ def test_python_arguments_are_checked_before_spark(spark):
             approx_window_sample("x", "ts", 10, **bad)
     with pytest.raises(TypeError):
         approx_window_sample(1, "ts", 10, 2)
+
+
+def test_stored_sketches_merged_in_any_shape_give_every_windows_sample(spark):
+    """Sketches per key and period, merged in SQL and by the Python reader (the same bytes),
+    answer every (k, as_of, sub_window) with the sample of exactly that window's rows."""
+    rng = np.random.default_rng(stable_seed("sample-columns"))
+    data = rows(rng, "bursts", 3000)
+    df = spark.createDataFrame(data, "id INT, key STRING, ts BIGINT, x STRING")
+    window, k = 400, 6
+    parts = (df.repartition(5, "id").groupBy("key", F.floor(F.col("ts") / 150).alias("period"))
+             .agg(window_sample_sketch("x", "ts", window, k, 3).alias("s")))
+    merged = bytes(parts.agg(window_sample_sketch_merge("s")).first()[0])
+    assert merged == bytes(df.coalesce(1).agg(window_sample_sketch("x", "ts", window, k, 3))
+                           .first()[0])
+    python_merged = merge_column([bytes(r.s) for r in parts.collect()])
+    assert isinstance(python_merged, SampleSketch) and python_merged.to_bytes() == merged
+    frame = [{"ts": t, "x": x} for _, _, t, x in data]
+    now = max(t for _, _, t, _ in data if t is not None)
+    queries = [(k, None, None), (2, None, None), (k, now + 100, None), (4, now, 50),
+               (k, now + 390, 400), (1, now + 5, 1)]
+    for count, as_of, sub in queries:
+        args = [f"{count}"] + ([] if as_of is None else [f"{as_of}L"]) + (
+            [] if sub is None else [f"{sub}L"])
+        got = spark.sql(f"SELECT window_sample_sketch_get(X'{merged.hex()}', "
+                        f"{', '.join(args)})").first()[0]
+        want = expected_sample(frame, sub or window, count, seed=3, end=as_of)
+        assert got == want, (count, as_of, sub)
+        assert python_merged.sample(count, as_of, sub) == want, (count, as_of, sub)
+    assert spark.sql(f"SELECT window_sample_sketch_get(X'{merged.hex()}')").first()[0] == \
+        expected_sample(frame, window, k, seed=3)
+
+
+def test_sketch_columns_refuse_what_they_cannot_answer(spark):
+    s = bytes(spark.sql("SELECT window_sample_sketch(x, ts, 10, 3) FROM VALUES ('a', 5L), "
+                        "('b', 6L) AS t(x, ts)").first()[0])
+    other = bytes(spark.sql("SELECT window_sample_sketch(x, ts, 10, 3, 1) FROM VALUES "
+                            "('a', 5L) AS t(x, ts)").first()[0])
+    top_k = bytes(spark.sql("SELECT window_top_k_sketch(x, ts, 10) FROM VALUES ('a', 5L) "
+                            "AS t(x, ts)").first()[0])
+    cases = {
+        f"window_sample_sketch_get(X'{s.hex()}', 4)": "k 4 is larger than the sketch's k (3)",
+        f"window_sample_sketch_get(X'{s.hex()}', 2, 5L)": "as_of (5) is earlier than the sketch's",
+        f"window_sample_sketch_get(X'{s.hex()}', 2, 7L, 11L)": "is longer than the sketch's window",
+        f"window_sample_sketch_get(X'{top_k.hex()}')":
+            "a top-k sketch (window_top_k_sketch) is not a sample sketch (window_sample_sketch)",
+        f"window_sample_sketch_get(X'{s[:-1].hex()}')": "checksum mismatch",
+        f"window_sample_sketch_merge(s) FROM VALUES (X'{s.hex()}'), (X'{other.hex()}') AS t(s)":
+            "cannot merge sample sketches",
+    }
+    for call, message in cases.items():
+        with pytest.raises(Exception) as e:
+            spark.sql(f"SELECT {call}").collect()
+        assert message in str(e.value), (call, str(e.value)[:500])
+        name = call.split("(")[0]
+        assert f"{name}: " in str(e.value), (call, str(e.value)[:500])
+
+
+def test_a_value_that_is_not_a_binary_row_of_its_type_is_refused_not_read(spark):
+    """A sketch column's values are read with Spark's unchecked offsets, so bytes whose
+    string points outside them (a valid checksum: written by hand) are refused first, by
+    the SQL functions and the Python reader alike."""
+    s = bytes(spark.sql("SELECT window_sample_sketch(x, ts, 10, 3) FROM VALUES ('abc', 5L) "
+                        "AS t(x, ts)").first()[0])
+    sketch = WindowSketch.from_bytes(s)
+    (ts, value), = sketch.sample_bytes()
+    bad = value[:8] + ((1 << 40) | 3).to_bytes(8, "little") + value[16:]  # offset 256
+    forged = sketch._copy()
+    forged._rows = [forged._rows[0]._replace(value=bad, priority=sample_priority(0, ts, bad))]
+    blob = forged.to_bytes()
+    for function in ("window_sample_sketch_get", "window_sample_sketch_merge"):
+        with pytest.raises(Exception) as e:
+            spark.sql(f"SELECT {function}(s) FROM VALUES (X'{blob.hex()}') AS t(s)").collect()
+        assert f"{function}: invalid sketch bytes: a value is not a binary row of string" in \
+            str(e.value), str(e.value)[:500]
+    with pytest.raises(InvalidSketchBytes, match="a value is not a binary row of its type"):
+        WindowSketch.from_bytes(blob).sample()

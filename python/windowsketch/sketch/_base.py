@@ -157,6 +157,22 @@ class _Writer:
         return bytes(self.out)
 
 
+def _read_bytes(r: _Reader) -> bytes:
+    """A varint length, at most the sketch's size, and that many bytes (the JVM's readBytes)."""
+    n = r.varint()
+    if n < 0 or n > len(r.data):
+        raise InvalidSketchBytes(f"invalid length {n}")
+    if r.pos + n > r.end:
+        raise InvalidSketchBytes("truncated")
+    r.pos += n
+    return bytes(r.data[r.pos - n:r.pos])
+
+
+def _write_bytes(w: _Writer, data: bytes) -> None:
+    w.varint(len(data))
+    w.out += data
+
+
 def _older_age(age: int, step: int, max_age: int) -> int:
     """The unsigned age one step further back, refused past the start of time."""
     older = age + _unsigned(step)

@@ -15,8 +15,9 @@ from typing import Any, ClassVar, NamedTuple
 
 from windowsketch.sketch import _dyadic
 from windowsketch.sketch._base import (_EPOCH, _LONG_MAX, _MASK64, _MIN_EPS, AsOf,
-                                       InvalidSketchBytes, SubWindow, WindowSketch, _Reader,
-                                       _signed, _unsigned, _Writer, register_family)
+                                       InvalidSketchBytes, SubWindow, WindowSketch, _read_bytes,
+                                       _Reader, _signed, _unsigned, _write_bytes, _Writer,
+                                       register_family)
 
 _KIND_TOP_K = 6
 _KIND_TOP_K_DICTIONARY = 9
@@ -178,7 +179,7 @@ class TopKSketch(WindowSketch):
         if not (self._eps / 2 <= check <= _MAX_CHECK):
             raise InvalidSketchBytes(f"invalid collapse parameter {check}")
         limit = len(r.data)
-        self._item_type = self._bytes(r, limit).decode("utf-8", errors="replace")
+        self._item_type = _read_bytes(r).decode("utf-8", errors="replace")
         dictionary: list[bytes] | None = None
         if self._kind == _KIND_TOP_K_DICTIONARY:
             d = r.varint()
@@ -186,7 +187,7 @@ class TopKSketch(WindowSketch):
                 raise InvalidSketchBytes(f"invalid item count {d}")
             dictionary = []
             for _ in range(d):
-                item = self._bytes(r, limit)
+                item = _read_bytes(r)
                 if dictionary and dictionary[-1] >= item:
                     raise InvalidSketchBytes("items out of order")
                 dictionary.append(item)
@@ -210,7 +211,7 @@ class TopKSketch(WindowSketch):
             index = -1
             for _ in range(size):
                 if dictionary is None:
-                    items.append(self._bytes(r, limit))
+                    items.append(_read_bytes(r))
                 else:
                     step = r.varint()
                     if step < 0 or step >= len(dictionary) - index - 1:
@@ -234,16 +235,6 @@ class TopKSketch(WindowSketch):
                                      _capacity(self._eps), self._nodes)
         if problem is not None:
             raise InvalidSketchBytes(problem)
-
-    @staticmethod
-    def _bytes(r: _Reader, limit: int) -> bytes:
-        n = r.varint()
-        if n < 0 or n > limit:
-            raise InvalidSketchBytes(f"invalid length {n}")
-        if r.pos + n > r.end:
-            raise InvalidSketchBytes("truncated")
-        r.pos += n
-        return bytes(r.data[r.pos - n:r.pos])
 
     # -- queries ---------------------------------------------------------------------
 
@@ -328,14 +319,11 @@ class TopKSketch(WindowSketch):
     def _write(self, w: _Writer) -> None:
         nodes, check = self._compress()
         w.double(check)
-        item_type = self._item_type.encode("utf-8")
-        w.varint(len(item_type))
-        w.out += item_type
+        _write_bytes(w, self._item_type.encode("utf-8"))
         dictionary = sorted({item for _, _, _, summary in nodes for item in summary.items})
         w.varint(len(dictionary))
         for item in dictionary:
-            w.varint(len(item))
-            w.out += item
+            _write_bytes(w, item)
         index_of = {item: i for i, item in enumerate(dictionary)}
         w.varint(len(nodes))
         previous = self._now

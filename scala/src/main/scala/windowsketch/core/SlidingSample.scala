@@ -177,6 +177,9 @@ final class SlidingSample(val window: Long, val k: Int, val seed: Long) extends 
     out
   }
 
+  /** The rows held, in no promised order. */
+  def heldRows: Array[SampledRow] = java.util.Arrays.copyOf(rows, held)
+
   /** Restores a state read from bytes (rows already checked), then checks it is pruned. */
   private[core] def restore(hasTime: Boolean, now: Long, read: Array[SampledRow]): Option[String] = {
     seenAny = hasTime

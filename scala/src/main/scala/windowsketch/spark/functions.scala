@@ -341,6 +341,38 @@ object functions {
   def approx_window_sample(x: String, ts: String, window: Any, k: Int, seed: Long): Column =
     approx_window_sample(col(x), col(ts), lit(window), lit(k), lit(seed))
 
+  /** A mergeable sample sketch (BINARY) of the group's rows; see `window_sample_sketch`. */
+  def window_sample_sketch(x: Column, ts: Column, window: Column, k: Column, seed: Column): Column =
+    call_function("window_sample_sketch", x, ts, window, k, seed)
+
+  def window_sample_sketch(x: Column, ts: Column, window: Column, k: Column): Column =
+    call_function("window_sample_sketch", x, ts, window, k)
+
+  def window_sample_sketch(x: String, ts: String, window: Any, k: Int, seed: Long): Column =
+    window_sample_sketch(col(x), col(ts), lit(window), lit(k), lit(seed))
+
+  /** Merges the group's sample sketches into one; see `window_sample_sketch_merge`. */
+  def window_sample_sketch_merge(sketch: Column): Column =
+    call_function("window_sample_sketch_merge", sketch)
+
+  def window_sample_sketch_merge(sketch: String): Column = window_sample_sketch_merge(col(sketch))
+
+  /** The sketch's sample (values as text) of its window ending at its largest ts. */
+  def window_sample_sketch_get(sketch: Column): Column =
+    call_function("window_sample_sketch_get", sketch)
+
+  /** The sketch's sample of `k` values. */
+  def window_sample_sketch_get(sketch: Column, k: Int): Column =
+    call_function("window_sample_sketch_get", sketch, lit(k))
+
+  /** The sketch's sample of `k` values of its window ending at `asOf`. */
+  def window_sample_sketch_get(sketch: Column, k: Int, asOf: Column): Column =
+    call_function("window_sample_sketch_get", sketch, lit(k), asOf)
+
+  /** The sketch's sample of `k` values of the window of length `subWindow` ending at `asOf`. */
+  def window_sample_sketch_get(sketch: Column, k: Int, asOf: Column, subWindow: Column): Column =
+    call_function("window_sample_sketch_get", sketch, lit(k), asOf, subWindow)
+
   /** A mergeable top-k sketch (BINARY) of the group's values; see `window_top_k_sketch`. */
   def window_top_k_sketch(x: Column, ts: Column, window: Column, eps: Column): Column =
     call_function("window_top_k_sketch", x, ts, window, eps)

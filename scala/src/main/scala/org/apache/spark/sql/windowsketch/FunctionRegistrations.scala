@@ -51,7 +51,10 @@ object FunctionRegistrations {
     registration[WindowMomentsSketchBounds](WindowMomentsSketchBounds.Name),
     registration[WindowTopKSketchAgg](WindowTopKSketchAgg.Name),
     registration[WindowTopKSketchMerge](WindowTopKSketchMerge.Name),
-    registration[WindowTopKSketchEstimate](WindowTopKSketchEstimate.Name))
+    registration[WindowTopKSketchEstimate](WindowTopKSketchEstimate.Name),
+    registration[WindowSampleSketchAgg](WindowSampleSketchAgg.Name),
+    registration[WindowSampleSketchMerge](WindowSampleSketchMerge.Name),
+    registration[WindowSampleSketchGet](WindowSampleSketchGet.Name))
 
   /**
    * Adds every function to a running classic session's registry, under the name that
