@@ -52,3 +52,17 @@ def expected_sample(frame, window: int, k: int, seed: int = 0, sql_type: str = "
         chosen.append((key, take))
         left -= take
     return [values[key] for key, take in sorted(chosen) for _ in range(take)]
+
+
+def with_a_dominated_row(sketch) -> bytes:
+    """A sketch's bytes with one more row at its oldest time that k of its rows outrank:
+    a valid checksum, but no sketch writes it (the row can never be drawn)."""
+    oldest = min(sketch._rows, key=lambda r: r.ts)
+    kth = sorted((r.rank for r in sketch._rows), reverse=True)[sketch.k - 1]
+    extra = next(e for e in (oldest._replace(value=oldest.value[:-1] + bytes([i]))
+                             for i in range(1, 100))
+                 if (priority(sketch.seed, e.ts, e.value), e.ts, e.value) < kth)
+    forged = sketch._copy()
+    forged._rows = forged._rows + [
+        extra._replace(priority=priority(sketch.seed, extra.ts, extra.value))]
+    return forged.to_bytes()

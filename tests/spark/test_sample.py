@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
+import os
 
 import numpy as np
 import pytest
@@ -15,7 +17,8 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conftest import error_condition, parameter_index, stable_seed
-from sample_reference import expected_sample
+from golden_sketches import GOLDEN, golden_rows, golden_top_k_items
+from sample_reference import expected_sample, with_a_dominated_row
 from test_percentiles import FRAMES
 from windowsketch.functions import (approx_window_sample, window_sample_sketch,
                                     window_sample_sketch_merge)
@@ -235,6 +238,9 @@ def test_sketch_columns_refuse_what_they_cannot_answer(spark):
                             "('a', 5L) AS t(x, ts)").first()[0])
     top_k = bytes(spark.sql("SELECT window_top_k_sketch(x, ts, 10) FROM VALUES ('a', 5L) "
                             "AS t(x, ts)").first()[0])
+    full = bytes(spark.sql("SELECT window_sample_sketch(x, ts, 10, 3) FROM VALUES ('a', 5L), "
+                           "('b', 6L), ('c', 7L), ('d', 8L), ('e', 8L) AS t(x, ts)").first()[0])
+    dominated = with_a_dominated_row(WindowSketch.from_bytes(full))
     cases = {
         f"window_sample_sketch_get(X'{s.hex()}', 4)": "k 4 is larger than the sketch's k (3)",
         f"window_sample_sketch_get(X'{s.hex()}', 2, 5L)": "as_of (5) is earlier than the sketch's",
@@ -242,6 +248,8 @@ def test_sketch_columns_refuse_what_they_cannot_answer(spark):
         f"window_sample_sketch_get(X'{top_k.hex()}')":
             "a top-k sketch (window_top_k_sketch) is not a sample sketch (window_sample_sketch)",
         f"window_sample_sketch_get(X'{s[:-1].hex()}')": "checksum mismatch",
+        f"window_sample_sketch_get(X'{dominated.hex()}')":
+            "invalid sketch bytes: 1 rows are expired, dominated or repeated",
         f"window_sample_sketch_merge(s) FROM VALUES (X'{s.hex()}'), (X'{other.hex()}') AS t(s)":
             "cannot merge sample sketches",
     }
@@ -272,3 +280,97 @@ def test_a_value_that_is_not_a_binary_row_of_its_type_is_refused_not_read(spark)
             str(e.value), str(e.value)[:500]
     with pytest.raises(InvalidSketchBytes, match="a value is not a binary row of its type"):
         WindowSketch.from_bytes(blob).sample()
+
+
+# Golden sample sketches (format kind 10), read on every line and by the Python reader
+# (tests/python/test_sample_reader.py). `python tests/spark/test_sample.py` rewrites them;
+# the tests never do.
+SAMPLE_GOLDEN = os.path.join(GOLDEN, "sample")
+
+
+def golden_sample_bytes(spark) -> dict[str, bytes]:
+    """name -> bytes, from the golden rows in one partition, in order: strings over time,
+    positions merged from two keys' partials, whole rows as structs, and an empty sketch."""
+    keys, pos, _ = golden_rows()
+    items = golden_top_k_items(pos)
+    df = spark.createDataFrame(
+        [(int(k), int(p), datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=30 * int(p)), x)
+         for k, p, x in zip(keys, pos, items)],
+        "key INT, pos BIGINT, ts TIMESTAMP, x STRING").coalesce(1)
+    df.createOrReplaceTempView("golden_sample_rows")
+
+    def one(query: str) -> bytes:
+        return bytes(spark.sql(query).collect()[0][0])
+
+    return {
+        "time": one("SELECT window_sample_sketch(x, ts, INTERVAL 1 DAY, 5) FROM golden_sample_rows"),
+        "positions_merged": one(
+            "SELECT window_sample_sketch_merge(s) FROM (SELECT /*+ COALESCE(1) */ key, "
+            "window_sample_sketch(pos * 7, pos, 1000, 8, 42) AS s FROM golden_sample_rows "
+            "WHERE key > 0 GROUP BY key ORDER BY key)"),
+        "struct": one(
+            "SELECT window_sample_sketch(struct(pos, x, array(key, NULL) AS a, "
+            "CAST(pos AS DECIMAL(24, 2)) / 3 AS d, date_from_unix_date(CAST(pos AS INT)) AS day), "
+            "pos, 500, 4, -1) FROM golden_sample_rows"),
+        "empty": one("SELECT window_sample_sketch(x, pos, 10, 3) FROM golden_sample_rows WHERE false"),
+    }
+
+
+GOLDEN_SAMPLE_QUERIES = ["", ", 2", ", 3, {end} + 200", ", 2, {end}, {sub}"]
+
+
+def golden_sample_answers(spark, data: bytes) -> list:
+    """The sketch's samples at its own window, 2 of it, 200 later, and a short sub-window."""
+    sketch = WindowSketch.from_bytes(data)
+    end = f"TIMESTAMP '{sketch.now:%Y-%m-%d %H:%M:%S}'" if sketch.time_unit == "microseconds" \
+        else str(sketch.now or 0)
+    shift = "INTERVAL 200 SECONDS" if sketch.time_unit == "microseconds" else "200"
+    sub = "INTERVAL 1 HOUR" if sketch.time_unit == "microseconds" else "50"
+    calls = [q.replace("{end} + 200", f"{end} + {shift}").format(end=end, sub=sub)
+             for q in GOLDEN_SAMPLE_QUERIES]
+    if sketch.now is None:  # the empty sketch: its own window only
+        calls = calls[:2]
+    row = spark.sql("SELECT " + ", ".join(f"window_sample_sketch_get(X'{data.hex()}'{c})"
+                                          for c in calls)).collect()[0]
+    return [list(answer) for answer in row]
+
+
+def test_golden_sample_sketches_read_answer_and_rewrite_as_recorded(spark):
+    with open(os.path.join(SAMPLE_GOLDEN, "answers.json")) as f:
+        recorded = json.load(f)
+    written = golden_sample_bytes(spark)
+    assert sorted(recorded["sketches"]) == sorted(written) == sorted(
+        f[:-4] for f in os.listdir(SAMPLE_GOLDEN) if f.endswith(".bin"))
+    for name, today in written.items():
+        with open(os.path.join(SAMPLE_GOLDEN, f"{name}.bin"), "rb") as f:
+            stored = f.read()
+        assert stored[2] == 10 and stored == today, name
+        assert golden_sample_answers(spark, stored) == recorded["sketches"][name], name
+    # The answers are samples of their windows: rows of it, min(k, n) of them.
+    keys, pos, _ = golden_rows()
+    items = golden_top_k_items(pos)
+    last_day = {x for x, p in zip(items, pos) if p >= pos.max() - 86_400 // 30}
+    assert len(recorded["sketches"]["time"][0]) == 5 and set(recorded["sketches"]["time"][0]) <= last_day
+    merged = {str(7 * int(p)) for k, p in zip(keys, pos) if k > 0 and p > pos[keys > 0].max() - 1000}
+    assert len(recorded["sketches"]["positions_merged"][0]) == 8
+    assert set(recorded["sketches"]["positions_merged"][0]) <= merged
+    assert recorded["sketches"]["empty"] == [[], []]
+
+
+if __name__ == "__main__":
+    from pyspark.sql import SparkSession
+
+    import windowsketch
+
+    session = windowsketch.configure(SparkSession.builder.master("local[1]")).getOrCreate()
+    os.makedirs(SAMPLE_GOLDEN, exist_ok=True)
+    written_now = golden_sample_bytes(session)
+    for golden_name, golden_data in written_now.items():
+        with open(os.path.join(SAMPLE_GOLDEN, f"{golden_name}.bin"), "wb") as out:
+            out.write(golden_data)
+    with open(os.path.join(SAMPLE_GOLDEN, "answers.json"), "w") as out:
+        json.dump({"written_by": f"windowsketch {windowsketch.__version__} on Spark "
+                                 f"{session.version}", "format_version": 1,
+                   "sketches": {name: golden_sample_answers(session, data)
+                                for name, data in sorted(written_now.items())}}, out, indent=1)
+        out.write("\n")
