@@ -52,3 +52,18 @@ def test_exact_limits_are_the_documented_powers_of_two_capped(spark, eps):
         largest_power_of_two_at_most(8 / eps, 1 << 24)
     if eps <= 1e-7:
         assert in_bytes == 1 << 24
+
+
+@pytest.mark.parametrize("ordered", [True, False], ids=["in-order", "any-order"])
+def test_a_sample_holds_about_k_ln_n_over_k_rows(sketches, ordered):
+    """A sample's rows after a prune, k = 5, every row in one window: k (1 + ln(n / k)) in
+    expectation (docs/sampling.md), 66 at 10^6 rows, whatever the order. Fixed seeds, so
+    the figures are fixed; the bounds say what the docs claim, with room for one draw."""
+    import math
+
+    throughput = sketches.throughput
+    for rows in (10**5, 10**6):
+        expected = 5 * (1 + math.log(rows / 5))
+        got = throughput.sampleHeldRows(rows, 10**12, ordered)
+        assert expected / 2 < got < 2 * expected, (rows, got, expected)
+    assert held(sketches, "sample", 10**6, ordered) < 64 * 1024

@@ -226,6 +226,7 @@ object Throughput {
           while (i < rows) { s.add(ts(i), items(i % items.length)); i += 1 }
           s.top(5)
           s
+        case "sample" => sampleOf(ts, items, window)
       }
     }
     val before = usedAfterCollection()
@@ -234,6 +235,24 @@ object Throughput {
     // Read after the measurement, so the structures are alive through it (Java 8 has no fence).
     val built = held.count(_ != null)
     math.max(0L, after - before) / math.max(1, built)
+  }
+
+  /** Rows a sample of k = 5 holds after a prune, one window holding `rows` rows. */
+  def sampleHeldRows(rows: Int, window: Long, ordered: Boolean): Int = {
+    val ts = if (ordered) Array.tabulate(rows)(_.toLong) else shuffled(rows, 10)
+    val items = skewedItems(math.min(rows, 10000), 10000, new SplittableRandom(11))
+    val s = sampleOf(ts, items, window)
+    s.prune()
+    s.heldCount
+  }
+
+  /** A sample of k = 5 of rows at `ts`, values cycling through `items`, answered once. */
+  private def sampleOf(ts: Array[Long], items: Array[Array[Byte]], window: Long): SlidingSample = {
+    val s = new SlidingSample(window, 5, 0L)
+    var i = 0
+    while (i < ts.length) { s.add(ts(i), items(i % items.length)); i += 1 }
+    s.sample
+    s
   }
 
   /**
