@@ -9,7 +9,8 @@
                                live.percentile("latency", [0.5, 0.99])])
 
 Each is named in the output by its family (``count``, ``sum``, ``distinct``,
-``percentile``, ``moments``, ``top_k``) unless renamed with :meth:`LiveAggregate.alias`.
+``percentile``, ``moments``, ``top_k``, ``sample``) unless renamed with
+:meth:`LiveAggregate.alias`.
 
 Counts and sums can carry alerts on their certified bounds (``alert_above``,
 ``alert_below``), as :func:`windowsketch.streaming.sliding_counts` does: the struct gains a
@@ -27,7 +28,8 @@ from typing import Any, Optional, Sequence, Union
 
 from pyspark.sql import Column
 
-__all__ = ["LiveAggregate", "count", "distinct", "moments", "percentile", "sum", "top_k"]
+__all__ = ["LiveAggregate", "count", "distinct", "moments", "percentile", "sample", "sum",
+           "top_k"]
 
 ColumnOrName = Union[Column, str]
 
@@ -45,6 +47,7 @@ class LiveAggregate:
     above: Optional[int] = None
     below: Optional[int] = None
     k: int = 0
+    seed: int = 0
 
     def alias(self, name: str) -> "LiveAggregate":
         """The same aggregate under another output column name."""
@@ -55,7 +58,7 @@ class LiveAggregate:
     def _spec(self, input_column: str) -> dict[str, Any]:
         return {"family": self.family, "name": self.name, "input": input_column,
                 "eps": self.eps, "percentages": list(self.percentages), "single": self.single,
-                "above": self.above, "below": self.below, "k": self.k}
+                "above": self.above, "below": self.below, "k": self.k, "seed": self.seed}
 
 
 def _checked(value: Any, name: str) -> ColumnOrName:
@@ -150,3 +153,23 @@ def top_k(x: ColumnOrName, k: int, eps: float = 0.01) -> LiveAggregate:
     if k > _MAX_K:
         raise ValueError(f"`k` must be at most {_MAX_K} (as approx_window_top_k's), got {k}")
     return LiveAggregate("top_k", _checked(x, "x"), "top_k", _accuracy(eps, "eps"), k=k)
+
+
+# The largest sample and the seeds a live state keeps exactly: the JVM's SlidingSample.MaxK
+# and LiveSampleAggregate's range.
+_MAX_SAMPLE = 10_000
+_MAX_SEED = 1 << 53
+
+
+def sample(x: ColumnOrName, k: int, seed: int = 0) -> LiveAggregate:
+    """Up to ``k`` values of ``x`` (any type GROUP BY takes; a struct samples whole rows)
+    drawn uniformly from the window's non-NULL rows, oldest first (an ARRAY of ``x``'s type,
+    empty for an empty window): the sample
+    :func:`windowsketch.functions.approx_window_sample` draws over the same rows with the
+    same ``seed`` (an int in [-2**53, 2**53]), in state of about ``k * ln(n / k)`` rows."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_SAMPLE:
+        raise ValueError(f"`k` must be an int in [1, {_MAX_SAMPLE}] (how many values to draw), "
+                         f"got {k!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or abs(seed) > _MAX_SEED:
+        raise ValueError(f"`seed` must be an int in [-2**53, 2**53], got {seed!r}")
+    return LiveAggregate("sample", _checked(x, "x"), "sample", 0.0, k=k, seed=seed)

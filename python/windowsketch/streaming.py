@@ -1,6 +1,6 @@
 """Live sliding windows on Structured Streaming: :func:`sliding_window` (several
-aggregates per key: counts, sums, distinct counts, percentiles, moments, top values) and
-:func:`sliding_counts` (counts with alerts).
+aggregates per key: counts, sums, distinct counts, percentiles, moments, top values,
+samples) and :func:`sliding_counts` (counts with alerts).
 
 The operators run in the JVM (``flatMapGroupsWithState`` with event-time timeouts, each
 family's in-order structure per key); Python only builds the query, so no Python code runs
@@ -158,7 +158,8 @@ def sliding_window(
         window, every: the window's length and the tick spacing: interval strings or
             ``datetime.timedelta`` for a TIMESTAMP ``ts``, ints of positions otherwise.
         aggregates: :func:`windowsketch.live.count`, ``sum``, ``distinct``, ``percentile``,
-            ``moments``, ``top_k``, each under its own output name (``.alias(...)``).
+            ``moments``, ``top_k``, ``sample``, each under its own output name
+            (``.alias(...)``).
         lateness: for an integral ``ts`` only, as in :func:`sliding_counts`.
 
     Returns:
@@ -178,7 +179,7 @@ def sliding_window(
     if not aggregates or not all(isinstance(a, LiveAggregate) for a in aggregates):
         raise TypeError("`aggregates` must be a non-empty list of windowsketch.live aggregates "
                         "(live.count, live.sum, live.distinct, live.percentile, live.moments, "
-                        "live.top_k)")
+                        "live.top_k, live.sample)")
     if lateness is not None and (isinstance(lateness, bool) or not isinstance(lateness, int)):
         raise TypeError(f"`lateness` must be an int of positions, got {lateness!r}")
     specs = []

@@ -24,6 +24,7 @@ import pytest
 from conftest import _longs, verdict_lines
 from live_reference import bit_flips, check_crossings_against_exact
 from moments_reference import Exact, check_statistic
+from windowsketch.sketch.sample import priority
 
 GOLDEN_LIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "golden", "live")
@@ -43,6 +44,8 @@ SCENARIOS = {
     "window_percentile_compact_positions": (3000, 100, "count:0.05,percentile:0.3:0.5:0.99"),
     # eps 0.1: past 64 rows the top values' counts are bounded (a sketch in the state).
     "window_top_k_bounded_positions": (3000, 100, "count:0.05,top_k:3:0.1"),
+    # Samples of 3 over windows of ~50 rows, rows equal in time and value among them.
+    "window_sample_positions": (100, 10, "count:0.05,sample:3:7"),
 }
 # Scenarios whose percentile or top-k slide is past its exact limit at the stop.
 BOUNDED = {"window_percentile_compact_positions", "window_top_k_bounded_positions"}
@@ -56,7 +59,7 @@ FOLDED_GOLDEN = ["window_mix_positions", "window_percentile_compact_positions",
 COMPACTED_GOLDEN = {"window_percentile_compact_positions"}
 # Small enough to flip every bit: 16 registers for the distinct count.
 FUZZED = (100, 10, "count:0.05:above=20:below=5,sum:0.05,distinct:0.39,percentile:0.01:0.5,"
-          "moments:0.3,top_k:2")
+          "moments:0.3,top_k:2,sample:2:-5")
 
 
 def inputs(name: str):
@@ -82,7 +85,7 @@ def inputs(name: str):
             values.append(int(rng.integers(1, 1000)))
         elif family == "distinct":
             values.append(int(rng.integers(-2**63, 2**63 - 1)))  # a hash
-        elif family == "top_k":
+        elif family in ("top_k", "sample"):
             values.append(int(rng.zipf(1.5)) % 20)  # an item (its 8 bytes)
         else:
             values.append(int(np.float64(rng.normal(100, 30)).view(np.int64)))
@@ -156,6 +159,34 @@ def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name, stop_
         assert live_window(sketches, name, load(name), after, end)[1] == rest
     elif name in FOLDED_GOLDEN:
         assert live_window(sketches, name, load(f"{name}_folded"), after, end)[1] == rest
+    if "sample" in SCENARIOS[name][2]:
+        check_samples_against_exact(before + after, first + rest, name)
+
+
+def check_samples_against_exact(rows, lines, name):
+    """Each emitted sample (slide 1) is the k highest priorities of its tick's window,
+    recomputed from the rows (docs/sampling.md), rows equal in time and value together."""
+    window, _, aggregates = SCENARIOS[name]
+    k, seed = (int(x) for x in aggregates.split(",")[1].split(":")[1:])
+    equal_rows = 0
+    for line in lines:
+        tick = int(line.split("|")[0])
+        copies = collections.Counter(
+            (int(t), int(v).to_bytes(8, "big", signed=True)) for t, w, v in rows
+            if w == 1 and tick - window < t <= tick)
+        ranked = sorted(copies, key=lambda r: (priority(seed, r[0], r[1]), r[0], r[1]),
+                        reverse=True)
+        left, chosen = k, []
+        for r in ranked:
+            if left == 0:
+                break
+            chosen.append((r, min(left, copies[r])))
+            left -= chosen[-1][1]
+        expected = ",".join(f"{t}:{int.from_bytes(v, 'big', signed=True)}x{c}"
+                            for (t, v), c in sorted(chosen))
+        assert line.split("|")[2] == expected, (name, tick)
+        equal_rows += any(c > 1 for _, c in chosen)
+    assert equal_rows > 0, name
 
 
 def check_percentiles_against_exact(rows, lines, name):

@@ -168,7 +168,7 @@ SCRIPT = textwrap.dedent("""
     windowed = sliding_window(events, "k", "pos", 10, 5, lateness=2, aggregates=[
         live.count(F.col("x").isNotNull()).alias("n"), live.sum("x"),
         live.distinct("x"), live.percentile("x", 0.5).alias("median"), live.moments("x"),
-        live.top_k("x", 1)])
+        live.top_k("x", 1), live.sample("x", 5, seed=3)])
     try:
         windowed.writeStream.outputMode("update")
     except ValueError as e:
@@ -191,6 +191,10 @@ SCRIPT = textwrap.dedent("""
     assert got == [(5, 2, 12, 2, 5.0), (10, 3, 13, 3, 5.0), (15, 2, 5, 2, 1.0),
                    (20, 1, 4, 1, 4.0), (25, 0, 0, 0, None), (30, 1, 9, 1, 9.0),
                    (35, 1, 9, 1, 9.0), (40, 0, 0, 0, None)], got
+    # Windows of at most 5 values: the sample is all of them, oldest first.
+    samples = sorted((r.window_end, r["sample"]) for r in emitted)
+    assert samples == [(5, [5, 7]), (10, [5, 7, 1]), (15, [1, 4]), (20, [4]), (25, []),
+                       (30, [9]), (35, [9]), (40, [])], samples
     print("CONNECT SLIDING WINDOW OK", len(got))
 
     # A TIMESTAMP ts and a restart from the checkpoint between the files: every emitted row

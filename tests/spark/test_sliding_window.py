@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from conftest import SPARK_LINE
 from live_reference import check_crossings_against_exact, tick_at_or_after
 from moments_reference import STATS, Exact, check_statistic
+from sample_reference import expected_sample
 from sketch_layout import varint
 from test_sliding_counts import BASE, DELAY_S, EVERY_S, US, WINDOW_S, WINDOW_UNITS, micros, \
     micros_of, write_in_order
@@ -29,6 +30,7 @@ EPS = 0.05
 SCHEMA = "key STRING, ts TIMESTAMP, status INT, client STRING, latency DOUBLE, bytes BIGINT"
 SENTINEL_S = 10 * 3600
 N404_ABOVE, N404_BELOW, BYTES_ABOVE = 8, 3, 30_000
+SAMPLE_SEED = 2**53
 
 
 def churn(rng, n_keys=20, n_batches=8):
@@ -79,7 +81,8 @@ def aggregates():
             live.percentile("latency", [0.5, 0.99]).alias("latency"),
             live.percentile("latency", 0.9).alias("p90"),
             live.moments("latency", eps=EPS).alias("spread"),
-            live.top_k("client", 2).alias("top_clients")]
+            live.top_k("client", 2).alias("top_clients"),
+            live.sample("client", 3, seed=SAMPLE_SEED).alias("some_clients")]
 
 
 def start(spark, source, checkpoint, out):
@@ -206,10 +209,14 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
             clients = collections.Counter(r["client"] for r in window if r["client"] is not None)
             top = sorted(clients.items(), key=lambda c: (-c[1], c[0].encode()))[:2]
             assert [(t.item, t["count"]) for t in row.top_clients] == top, (key, tick)
+            assert row.some_clients == expected_sample(
+                [{"ts": micros(r["second"]), "x": r["client"]} for r in rows], WINDOW_UNITS, 3,
+                seed=SAMPLE_SEED, end=tick), (key, tick)
             checked += 1
         last = emitted[-1]
         assert (last.n404.upper, last.bytes.upper, last.distinct, last.latency) == (0, 0, 0, None)
         assert list(last.spread) == [None] * len(STATS) and last.top_clients == []
+        assert last.some_clients == []
         # Alerts, their states carried across the restart, against the exact windows.
         for name, above, below in (("n404", N404_ABOVE, N404_BELOW), ("bytes", BYTES_ABOVE, None)):
             fired = [(t, a, c) for k, t, a, c in crossings[name] if k == key]
@@ -381,6 +388,13 @@ def test_alerts_on_a_family_without_bounds_are_refused_naming_it(spark, stream):
     (lambda s: window_of(live.top_k(F.create_map("s", "n"), 3))(s), ValueError,
      "sliding_window: top_k `top_k`: its column must be BOOLEAN, numeric, STRING, DATE or "
      "TIMESTAMP, got MAP<STRING, INT>"),
+    (lambda s: live.sample("s", 0), ValueError,
+     "`k` must be an int in [1, 10000] (how many values to draw), got 0"),
+    (lambda s: live.sample("s", 2, seed=2**60), ValueError,
+     "`seed` must be an int in [-2**53, 2**53], got 1152921504606846976"),
+    (lambda s: window_of(live.sample(F.create_map("s", "n"), 3))(s), ValueError,
+     "sliding_window: sample `sample`: its column must be of a type GROUP BY takes (no MAP "
+     "inside), got MAP<STRING, INT>"),
     (window_of(live.count("nope")), Exception, "nope"),
     (lambda s: sliding_window(s, "key", "ts", "10 minutes", "1 minute", []), TypeError,
      "`aggregates` must be a non-empty list of windowsketch.live aggregates"),

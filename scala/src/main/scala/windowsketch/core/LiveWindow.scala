@@ -261,6 +261,43 @@ final class LiveTopKSlide(val counts: OrderedTopK, k: Int) extends LiveSlide {
 }
 
 /**
+ * Samples: the input is the value's bytes (Spark's binary row of it); the window's sample
+ * is [[SlidingSample]]'s, drawn at each tick, so a key's samples are the ones
+ * approx_window_sample draws over the same rows.
+ */
+final case class LiveSampleAggregate(k: Int, seed: Long) extends LiveAggregate {
+  require(k >= 1 && k <= SlidingSample.MaxK, s"k must be in [1, ${SlidingSample.MaxK}], got $k")
+  // The state keeps parameters as doubles: a seed must survive the trip exactly.
+  require(seed.toDouble.toLong == seed && math.abs(seed) <= (1L << 53),
+    s"a live sample's seed must lie in [-2^53, 2^53], got $seed")
+  def family: String = "sample"
+  def tag: Byte = LiveWindow.SampleTag
+  def parameters: Seq[Double] = Seq(k.toDouble, seed.toDouble)
+  override def takesBytes: Boolean = true
+  def newSlide(window: Long): LiveSampleSlide = new LiveSampleSlide(new SlidingSample(window, k, seed))
+  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
+    val s = SketchFormat.deserializeSample(Array.fill(LiveWindow.length(in))(in.byte()))
+    if (s.window != window || s.k != k || s.seed != seed || s.microsecondTime) {
+      throw new CorruptSketchException("a live sample has other parameters")
+    }
+    new LiveSampleSlide(s)
+  }
+}
+
+final class LiveSampleSlide(val sample: SlidingSample) extends LiveSlide {
+  def add(ts: Long, input: Long): Unit =
+    throw new UnsupportedOperationException("sample takes values as bytes")
+  override def addBytes(ts: Long, input: Array[Byte]): Unit = sample.add(ts, input)
+  def advanceTo(tick: Long): Unit = sample.advanceTo(tick)
+  def isEmpty: Boolean = answer.isEmpty
+  def end: Option[Long] = if (sample.hasTime) Some(sample.now) else None
+  /** The window's sample at the last tick: rows with their copies, oldest first. */
+  def answer: Array[SampledRow] = sample.sample
+  private[core] def writeTo(out: ByteWriter): Unit =
+    LiveWindow.writeBytes(out, SketchFormat.serializeSample(sample))
+}
+
+/**
  * One key's live window: several aggregates over the window ending at each tick T (a
  * multiple of `every`) that the caller declares final (`advance(T)`: every input at or
  * before T has arrived), for all aggregates at once:
@@ -474,8 +511,9 @@ object LiveWindow {
   val PercentileTag: Byte = 4
   val MomentsTag: Byte = 5
   val TopKTag: Byte = 6
+  val SampleTag: Byte = 7
   private val FamilyNames = Map(CountTag -> "count", SumTag -> "sum", DistinctTag -> "distinct",
-    PercentileTag -> "percentile", MomentsTag -> "moments", TopKTag -> "top_k")
+    PercentileTag -> "percentile", MomentsTag -> "moments", TopKTag -> "top_k", SampleTag -> "sample")
 
   private[core] def newAlert(a: LiveAggregate, isAbove: Boolean = false,
       isBelow: Boolean = true): CertifiedAlert =

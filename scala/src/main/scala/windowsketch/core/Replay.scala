@@ -265,7 +265,7 @@ object Replay {
    * Drives a live window as a streaming key would between two restarts: reads `state` (a new
    * window if empty), adds the inputs (big-endian time, aggregate index and input, one long
    * each), advances to `upTo`. `aggregates` is `family:parameter[:percentage...]`, comma
-   * separated (`count:0.01,percentile:0.01:0.5:0.99`), a count or sum with thresholds
+   * separated (`count:0.01,percentile:0.01:0.5:0.99`, `top_k:k:eps`, `sample:k:seed`), a count or sum with thresholds
    * `count:0.01:above=30:below=5`. @return the state bytes, then one line per emitted
    * tick: the tick and each slide's answer, `|`-separated, an alert's crossings after its
    * answer (`,above rise`).
@@ -294,6 +294,8 @@ object Replay {
           case s: LiveMomentsSlide =>
             val m = s.answer
             Seq(m.avg, m.variance(true)).map(a => Option(a).fold("null")(_.mkString(","))).mkString(";")
+          case s: LiveSampleSlide =>
+            s.answer.map(r => s"${r.ts}:${ByteBuffer.wrap(r.value).getLong()}x${r.copies}").mkString(",")
         })
         Option(live.alerts(i)).foreach { alert =>
           Option(alert.aboveCrossing).foreach(c => lines ++= s",above $c")
@@ -329,6 +331,7 @@ object Replay {
         case "percentile" => LivePercentileAggregate(p, parts.drop(2).map(_.toDouble).toSeq)
         case "moments" => LiveMomentsAggregate(p)
         case "top_k" => LiveTopKAggregate(p.toInt, parts.lift(2).map(_.toDouble).getOrElse(LiveTopKAggregate.DefaultEps))
+        case "sample" => LiveSampleAggregate(p.toInt, parts.lift(2).map(_.toLong).getOrElse(0L))
       }
     }
     if (state.isEmpty) new LiveWindow(window, every, specs)

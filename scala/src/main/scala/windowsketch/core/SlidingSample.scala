@@ -307,7 +307,10 @@ object SlidingSample {
     held
   }
 
-  /** The `k` rows a heap of the highest-ranked rows holds, as a sample lists them. */
+  /**
+   * The `k` rows a heap of the highest-ranked rows holds, as a sample lists them: rows
+   * equal in time and value (held apart until a prune joins them) as one, with their copies.
+   */
   private def listed(top: Array[SampledRow], k: Int): Array[SampledRow] = {
     java.util.Arrays.sort(top, rankOrder)
     // All copies of the higher ranks; the lowest may give only part of its copies.
@@ -316,7 +319,13 @@ object SlidingSample {
     var i = top.length - 1
     while (i >= 0 && left > 0) {
       val take = math.min(left, top(i).copies)
-      out += (if (take == top(i).copies) top(i) else new SampledRow(top(i).ts, top(i).value, top(i).priority, take))
+      val r = top(i)
+      if (out.nonEmpty && sameRow(out.last, r)) {
+        val last = out.last
+        out(out.length - 1) = new SampledRow(last.ts, last.value, last.priority, last.copies + take)
+      } else {
+        out += (if (take == r.copies) r else new SampledRow(r.ts, r.value, r.priority, take))
+      }
       left -= take
       i -= 1
     }

@@ -8,13 +8,14 @@ import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
 import org.apache.spark.sql.types._
 
-import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec}
+import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec, SampleValues}
 import windowsketch.core._
 
 /**
  * One aggregate of [[SlidingWindow]]: a family applied to a column, named in the output.
  * Build them with [[LiveColumn.count]], [[LiveColumn.sum]], [[LiveColumn.distinct]],
- * [[LiveColumn.percentile]], [[LiveColumn.moments]] and [[LiveColumn.topK]]; rename with [[as]]; add
+ * [[LiveColumn.percentile]], [[LiveColumn.moments]], [[LiveColumn.topK]] and [[LiveColumn.sample]];
+ * rename with [[as]]; add
  * alerts to a count or sum with
  * [[alertAbove]] and [[alertBelow]].
  */
@@ -27,7 +28,8 @@ final case class LiveColumn private (
     singlePercentage: Boolean = false,
     above: Option[Long] = None,
     below: Option[Long] = None,
-    k: Int = 0) {
+    k: Int = 0,
+    seed: Long = 0L) {
   /** The same aggregate, named `alias` in the output (by default, its family's name). */
   def as(alias: String): LiveColumn = copy(name = alias)
 
@@ -80,6 +82,14 @@ object LiveColumn {
    * holds at most 2^floor(log2(8 / eps)) rows, then upper - lower <= eps * n.
    */
   def topK(x: Column, k: Int, eps: Double = 0.01): LiveColumn = LiveColumn("top_k", x, "top_k", eps, k = k)
+
+  /**
+   * Up to `k` values of `x` (any type GROUP BY takes: a struct samples whole rows) drawn
+   * uniformly from the window's non-NULL rows, oldest first, as approx_window_sample draws
+   * them over the same rows with the same `seed` (within [-2^53, 2^53]): ARRAY of `x`'s type.
+   */
+  def sample(x: Column, k: Int, seed: Long = 0L): LiveColumn =
+    LiveColumn("sample", x, "sample", 0.0, k = k, seed = seed)
 }
 
 /**
@@ -254,9 +264,35 @@ object SlidingWindow {
     }
   }
 
+  private object SampleFamily extends Family {
+    def aggregate(c: LiveColumn): LiveAggregate = LiveSampleAggregate(c.k, c.seed)
+    def input(c: LiveColumn, dataType: DataType): Column = {
+      if (!SampleValues.supported(dataType)) {
+        refuse(c, s"must be of a type GROUP BY takes (no MAP inside), got ${dataType.sql}")
+      }
+      c.input
+    }
+    def encode(r: Row, i: Int): Long = throw new UnsupportedOperationException("sample takes values")
+    override def takesBytes: Boolean = true
+    override def encodeBytes(c: LiveColumn, dataType: DataType): (Row, Int) => Array[Byte] = {
+      val rows = new SampleValues.ExternalRows(dataType)
+      (r, i) => rows.encode(r.get(i))
+    }
+    def outputType(c: LiveColumn, dataType: DataType): DataType = ArrayType(dataType, containsNull = false)
+    def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
+      val rows = new SampleValues.ExternalRows(dataType)
+      val read: (LiveSlide, CertifiedAlert) => Any = {
+        case (s: LiveSampleSlide, _) =>
+          s.answer.toSeq.flatMap(r => Seq.fill(r.copies.toInt)(rows.decode(r.value)))
+      }
+      read
+    }
+  }
+
   private val Families: Map[String, Family] = Map(
     "count" -> CountFamily, "sum" -> SumFamily, "distinct" -> DistinctFamily,
-    "percentile" -> PercentileFamily, "moments" -> MomentsFamily, "top_k" -> TopKFamily)
+    "percentile" -> PercentileFamily, "moments" -> MomentsFamily, "top_k" -> TopKFamily,
+    "sample" -> SampleFamily)
 
   private def refuse(c: LiveColumn, problem: String): Nothing =
     throw new IllegalArgumentException(s"$Name: ${c.family} `${c.name}`: its column $problem")
@@ -346,7 +382,8 @@ object SlidingWindow {
    * `{"key": [...], "ts": ..., "window": ..., "every": ..., "lateness": ... or null,
    * "aggregates": [{"family", "name", "input" (a column of `events`), "eps",
    * "percentages" (for percentile), "single" (one percentage: a DOUBLE result), "above" and
-   * "below" (alert thresholds of a count or sum, or null), "k" (for top_k)}]}`.
+   * "below" (alert thresholds of a count or sum, or null), "k" (for top_k and sample),
+   * "seed" (for sample)}]}`.
    */
   def fromJson(events: DataFrame, json: String): DataFrame = {
     val spec = new ObjectMapper().readTree(json)
@@ -360,7 +397,8 @@ object SlidingWindow {
       LiveColumn(text(a, "family"), col(text(a, "input")), text(a, "name"), text(a, "eps").toDouble,
         items(a.get("percentages")).map(_.asDouble),
         Option(a.get("single")).exists(_.asBoolean), threshold(a, "above"), threshold(a, "below"),
-        Option(a.get("k")).filter(!_.isNull).map(_.asInt).getOrElse(0))
+        Option(a.get("k")).filter(!_.isNull).map(_.asInt).getOrElse(0),
+        Option(a.get("seed")).filter(!_.isNull).map(_.asLong).getOrElse(0L))
     }
     apply(events, items(spec.get("key")).map(_.asText), text(spec, "ts"),
       text(spec, "window"), text(spec, "every"), aggregates,

@@ -1,10 +1,10 @@
 package org.apache.spark.sql.windowsketch
 
-import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.TypeCheckSuccess
-import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDescription, Literal,
-  UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDescription,
+  GenericInternalRow, Literal, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.catalyst.util.GenericArrayData
@@ -40,6 +40,23 @@ object SampleValues extends QueryErrorsBase {
       // The bytes are never written again, so the value may keep pointing into them.
       row.get(0, t)
     }
+  }
+
+  /**
+   * Values of `t` as external Rows hold them (a live stream's) to and from a sample's bytes;
+   * it travels to executors and makes its projection there.
+   */
+  final class ExternalRows(t: DataType) extends Serializable {
+    @transient private lazy val toCatalyst = CatalystTypeConverters.createToCatalystConverter(t)
+    @transient private lazy val toScala = CatalystTypeConverters.createToScalaConverter(t)
+    @transient private lazy val project = UnsafeProjection.create(Array(t))
+    @transient private lazy val decoder = new Decoder(t)
+    def encode(value: Any): Array[Byte] =
+      project(new GenericInternalRow(Array[Any](toCatalyst(value)))).copy().getBytes
+    // A state's bytes pass a checksum, not a parser: checked before Spark reads them.
+    def decode(bytes: Array[Byte]): Any =
+      if (RowBytes.wellFormed(bytes, t)) toScala(decoder(bytes))
+      else throw new CorruptSketchException(s"a value is not a binary row of ${t.catalogString}")
   }
 
   /** The constant `k`: a positive integer up to SlidingSample.MaxK, or why it is invalid. */
