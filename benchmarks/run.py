@@ -65,6 +65,12 @@ class Sizes:
     memory_rows: list       # rows in one window, for each family's heap per group
     bounded_frame_rows: int  # rows of the running frames past the exact limits
     big_window_rows: int     # rows in two keys' one window, in a 1 GB driver
+    sample_rows: int
+    sample_window: int
+    sample_sliding_rows: int
+    sample_state_rows: int   # rows of the sample sketch over a window of 10^9
+    sample_group_rows: int
+    sample_keys: list
 
 
 QUICK = Sizes(core_rows=1_000_000, window_rows=40_000, windows=[10**3, 10**4],
@@ -79,7 +85,9 @@ QUICK = Sizes(core_rows=1_000_000, window_rows=40_000, windows=[10**3, 10**4],
               moments_sliding_rows=1_000, moments_keys=[10**3],
               top_k_rows=20_000, top_k_window=1_000, top_k_sliding_rows=500,
               top_k_state_rows=20_000, percentile_state_rows=[10**5, 10**6],
-              memory_rows=[10**3, 10**4], bounded_frame_rows=40_000, big_window_rows=100_000)
+              memory_rows=[10**3, 10**4], bounded_frame_rows=40_000, big_window_rows=100_000,
+              sample_rows=20_000, sample_window=1_000, sample_sliding_rows=500,
+              sample_state_rows=20_000, sample_group_rows=40_000, sample_keys=[10**3])
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
@@ -94,7 +102,9 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              top_k_rows=1_000_000, top_k_window=10_000, top_k_sliding_rows=500,
              top_k_state_rows=2_000_000, percentile_state_rows=[10**6, 10**8, 10**9],
              memory_rows=[10**3, 10**4, 10**5, 10**6, 10**7], bounded_frame_rows=2_000_000,
-             big_window_rows=30_000_000)
+             big_window_rows=30_000_000, sample_rows=1_000_000, sample_window=10_000,
+             sample_sliding_rows=500, sample_state_rows=2_000_000, sample_group_rows=10_000_000,
+             sample_keys=[10**4, 10**6])
 
 
 @dataclass
@@ -623,6 +633,74 @@ def top_k(spark, sizes, report):
                  "holds every row of the window.")
 
 
+def samples(spark, sizes, report):
+    """Five random rows of each row's window in a running frame: approx_window_sample against
+    the exact query a user would write (shuffle the sliding frame's collect_list, keep 5),
+    which copies the frame per row, and Spark's running count; then GROUP BY against
+    collect_list + shuffle + slice, and the sketch's rows and bytes at a window of 10^9."""
+    from windowsketch.sketch import WindowSketch
+
+    n, window, sample = sizes.sample_rows, sizes.sample_window, sizes.sample_sliding_rows
+    spark.range(n).selectExpr("id % 4 AS k", "id DIV 4 AS ts", "CONCAT('/p', id % 1000) AS url") \
+        .createOrReplaceTempView("sample_requests")
+    ours = measured(spark, spark.sql(
+        f"SELECT approx_window_sample(url, ts, {window}, 5) OVER (PARTITION BY k ORDER BY ts) AS s "
+        "FROM sample_requests")).seconds / n * 1e9
+    floor = measured(spark, spark.sql(
+        "SELECT count(url) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING) AS c "
+        "FROM sample_requests")).seconds / n * 1e9
+    frame = f"OVER (ORDER BY ts ROWS BETWEEN {window - 1} PRECEDING AND CURRENT ROW)"
+    exact = full_frame_cost(spark, lambda rows: (
+        f"SELECT slice(shuffle(collect_list(url) {frame}), 1, 5) AS s FROM sample_requests "
+        f"WHERE k = 0 AND ts < {rows}"), window, sample)
+    results = {"approx_window_sample": (ours, f"{n:,}"),
+               "slice(shuffle(collect_list(url)), 1, 5), sliding frame": (exact, f"{2 * sample:,} at full frames"),
+               "running count, the floor": (floor, f"{n:,}")}
+    for name, (ns, rows) in results.items():
+        if not math.isnan(ns):
+            report.add("samples", name, "ns/row", ns, "ns/row", f"{rows} rows, window {window}")
+    report.table(
+        f"Samples of 5 rows in running windows of {window:,} rows ({n:,} rows, 4 keys), cost per row",
+        ["query", "rows", "ns/row", "÷ approx_window_sample"],
+        [(name, rows, shown_ns(v), shown_ns(v, ours, 2)) for name, (v, rows) in results.items()],
+        "The exact query copies each row's frame and shuffles it (and draws another sample on "
+        "every run): its cost per row is measured at full frames, as the time difference "
+        f"between one key's first {window:,} + {3 * sample:,} and {window:,} + {sample:,} rows "
+        "(best of 3 alternating runs each; — where the difference was lost in the noise).")
+    lines = []
+    for keys in sizes.sample_keys:
+        spark.range(sizes.sample_group_rows).selectExpr(
+            f"id % {keys} AS g", "id AS ts", "CONCAT('/p', id % 1000) AS url") \
+            .createOrReplaceTempView("sample_groups")
+        best = best_alternating(spark, {
+            "approx_window_sample": "SELECT g, approx_window_sample(url, ts, 1000000000, 5) "
+                                    "FROM sample_groups GROUP BY g",
+            "slice(shuffle(collect_list(url)), 1, 5)":
+                "SELECT g, slice(shuffle(collect_list(url)), 1, 5) FROM sample_groups GROUP BY g"},
+            runs=2)
+        for name, m in best.items():
+            report.add("samples", f"GROUP BY {keys} keys {name}", "seconds", m.seconds, "s",
+                       f"{sizes.sample_group_rows} rows")
+            lines.append((f"{keys:,}", name, f"{m.seconds:.2f}"))
+    report.table(
+        f"Samples of 5 rows in GROUP BY: {sizes.sample_group_rows:,} rows", ["keys", "query", "seconds"],
+        lines, "Best of two alternating runs; the window covers every row. collect_list holds "
+               "every row of a group before the shuffle.")
+    rows = sizes.sample_state_rows
+    blob = bytes(spark.range(rows).selectExpr(f"id * {10**9 // rows} AS ts", "CONCAT('/p', id) AS url")
+                 .coalesce(1).selectExpr("window_sample_sketch(url, ts, 1000000000, 5) AS s")
+                 .first().s)
+    held = len(WindowSketch.from_bytes(blob)._rows)
+    report.add("samples", "state at a window of 10^9", "rows held", held, "rows", f"{rows} rows")
+    report.add("samples", "state at a window of 10^9", "bytes", len(blob), "bytes", f"{rows} rows")
+    report.table(
+        "Sample sketch size at a window of 10^9 positions", ["k", "rows in the window", "rows held",
+                                                             "k (1 + ln(n / k))", "bytes"],
+        [(5, f"{rows:,}", held, f"{5 * (1 + math.log(rows / 5)):.0f}", f"{len(blob):,}")],
+        "Distinct paths spread evenly over the window. The sketch holds the rows fewer than 5 "
+        "later rows outrank: k (1 + ln(n / k)) in expectation (docs/sampling.md).")
+
+
 def percentile_state(spark, sizes, report):
     """Bytes of a percentile sketch past the exact limit (the compact mode) against its
     window's values, next to the exact form (each value with its time: about 10 bytes)."""
@@ -651,7 +729,7 @@ def percentile_state(spark, sizes, report):
                  "10^9 values was 64 KB.")
 
 
-MEMORY_FAMILIES = ["count", "sum", "distinct", "moments", "percentile", "top_k"]
+MEMORY_FAMILIES = ["count", "sum", "distinct", "moments", "percentile", "top_k", "sample"]
 
 
 def memory_per_group(spark, sizes, report):
@@ -1444,7 +1522,7 @@ def plots(out, window_plot, state_plot):
 #: The report's sections in order: each a function of (spark, sizes, report[, workdir]),
 #: but scaling, which starts its own Spark processes.
 SECTIONS = ["core_throughput", "running_windows", "running_sums", "distinct_windows", "distinct_group_by",
-            "percentiles", "percentile_state", "moments", "top_k", "memory_per_group",
+            "percentiles", "percentile_state", "moments", "top_k", "samples", "memory_per_group",
             "bounded_frames", "distinct_state", "group_by", "state_size", "accuracy",
             "streaming_state", "live_counts", "sketch_columns", "stored_sketches", "scaling",
             "big_window"]

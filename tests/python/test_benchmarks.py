@@ -25,6 +25,8 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Standard deviation in running windows", "Standard deviations in GROUP BY",
                     "Top 5 values in running windows", "Top 5 values in GROUP BY",
                     "Top-k sketch size at a window of 10^9 positions",
+                    "Samples of 5 rows in running windows", "Samples of 5 rows in GROUP BY",
+                    "Sample sketch size at a window of 10^9 positions",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
                     "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling",
@@ -36,7 +38,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
-        "percentiles", "percentile state", "moments", "top k", "memory per group",
+        "percentiles", "percentile state", "moments", "top k", "samples", "memory per group",
         "bounded frames", "big window",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert [r for r in rows if not float(r["value"]) >= 0] == []
@@ -67,11 +69,11 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     # Every family's heap per group at 10^4 rows of one window, in both orders, within 2 MB.
     heap = {r["case"]: float(r["value"]) for r in rows
             if r["section"] == "memory per group" and r["measure"] == "heap at 10000 rows"}
-    assert len(heap) == 12 and all(v < 2 * 2**20 for v in heap.values()), heap
+    assert len(heap) == 14 and all(v < 2 * 2**20 for v in heap.values()), heap
     # A live key's state at 10^4 rows, every family: a count's is its histogram and the 100
     # rows after the watermark, a few KB.
     live = {r["case"]: float(r["value"]) for r in rows
             if r["section"] == "memory per group" and r["measure"] == "bytes at 10000 rows"}
-    assert len(live) == 6 and live["count live state"] < 4096, live
+    assert len(live) == 7 and live["count live state"] < 4096, live
     for plot in ("window_time.png", "state_size.png", "memory_per_group.png"):
         assert (out / plot).stat().st_size > 5000

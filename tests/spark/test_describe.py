@@ -18,7 +18,8 @@ FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window
              "window_moments_sketch", "window_moments_sketch_merge",
              "window_moments_sketch_estimate", "window_moments_sketch_bounds",
              "approx_window_top_k", "window_top_k_sketch", "window_top_k_sketch_merge",
-             "window_top_k_sketch_estimate", "approx_window_sample"]
+             "window_top_k_sketch_estimate", "approx_window_sample", "window_sample_sketch",
+             "window_sample_sketch_merge", "window_sample_sketch_get"]
 
 
 def test_every_registered_function_is_described_here(spark):

@@ -263,3 +263,23 @@ def test_sample(spark, api):
         assert got == want and len(want) == 3, (expression, got, want)
     assert sql(spark, "approx_window_sample(q, ts, 12, 3, 5)") != sql(
         spark, "approx_window_sample(q, ts, 12, 3, 6)")
+    sketch = spark.sql("SELECT window_sample_sketch(q, ts, 12, 3, 5) AS s FROM scala_api")
+    sketch.createOrReplaceTempView("scala_api_sample")
+    for jcolumn in (f.window_sample_sketch(col("q"), col("ts"), lit(12), lit(3), lit(5)),
+                    f.window_sample_sketch("q", "ts", 12, 3, 5)):
+        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+    assert bytes(select(f.window_sample_sketch(col("q"), col("ts"), lit(12), lit(3)))) == bytes(
+        sql(spark, "window_sample_sketch(q, ts, 12, 3)"))
+    for jcolumn in (f.window_sample_sketch_merge(col("s")), f.window_sample_sketch_merge("s")):
+        assert bytes(select(jcolumn, sketch)) == bytes(
+            sql(spark, "window_sample_sketch_merge(s)", "scala_api_sample"))
+    s = col("s")
+    cases = [
+        (f.window_sample_sketch_get(s), "window_sample_sketch_get(s)"),
+        (f.window_sample_sketch_get(s, 2), "window_sample_sketch_get(s, 2)"),
+        (f.window_sample_sketch_get(s, 2, lit(44)), "window_sample_sketch_get(s, 2, 44)"),
+        (f.window_sample_sketch_get(s, 2, lit(44), lit(6)), "window_sample_sketch_get(s, 2, 44, 6)"),
+    ]
+    for jcolumn, expression in cases:
+        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_sample")
+        assert got == want and want, (expression, got, want)

@@ -46,6 +46,8 @@ final class SlidingSample(val window: Long, val k: Int, val seed: Long) extends 
   private var answerCopies = 0L
   private var answerOldest = Long.MaxValue
   private var answerValid = true
+  // The answer as `sample` lists it, until the heap changes: a running frame reads it per row.
+  private var listedAnswer: Array[SampledRow] = null
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
@@ -101,7 +103,8 @@ final class SlidingSample(val window: Long, val k: Int, val seed: Long) extends 
    */
   def sample: Array[SampledRow] = {
     if (!answerValid) rebuildAnswer()
-    SlidingSample.listed(answer.toArray(new Array[SampledRow](0)), k)
+    if (listedAnswer == null) listedAnswer = SlidingSample.listed(answer.toArray(new Array[SampledRow](0)), k)
+    listedAnswer
   }
 
   /**
@@ -203,11 +206,13 @@ final class SlidingSample(val window: Long, val k: Int, val seed: Long) extends 
     // A member that leaves the heap later leaves this time behind: at worst an early rebuild.
     if (answerCopies < k || SlidingSample.rankOrder.compare(row, answer.peek()) > 0) {
       answerOldest = math.min(answerOldest, row.ts)
+      listedAnswer = null
     }
     answerCopies = SlidingSample.offer(answer, answerCopies, row, k)
   }
 
   private def rebuildAnswer(): Unit = {
+    listedAnswer = null
     answer.clear()
     answerCopies = 0L
     answerOldest = Long.MaxValue

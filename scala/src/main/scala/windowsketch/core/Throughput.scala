@@ -260,7 +260,8 @@ object Throughput {
    * its window: one row a position, window `rows`, a tick every rows/10, micro-batches of
    * rows/100 with the watermark 100 rows behind the newest (those wait in the state); the
    * largest state after any batch once the window is full (it slides on for rows/5 more).
-   * Values as [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values the top 5.
+   * Values as [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values the top 5,
+   * samples 5 rows.
    */
   def liveStateBytes(family: String, rows: Int, eps: Double): Long = {
     val aggregate = family match {
@@ -270,6 +271,7 @@ object Throughput {
       case "percentile" => LivePercentileAggregate(eps, Seq(0.5, 0.99))
       case "moments" => LiveMomentsAggregate(eps)
       case "top_k" => LiveTopKAggregate(5, eps)
+      case "sample" => LiveSampleAggregate(5, 0L)
     }
     val live = new LiveWindow(rows, math.max(1, rows / 10), IndexedSeq(aggregate))
     val rng = new SplittableRandom(11)
@@ -284,7 +286,7 @@ object Throughput {
           case "count" => live.add(t, 0, 1L)
           case "sum" => live.add(t, 0, 1L + rng.nextInt(100))
           case "distinct" => live.add(t, 0, rng.nextLong())
-          case "top_k" => live.addBytes(t, 0, items(t % items.length))
+          case "top_k" | "sample" => live.addBytes(t, 0, items(t % items.length))
           case _ => live.add(t, 0, java.lang.Double.doubleToLongBits(rng.nextDouble()))
         }
         t += 1
