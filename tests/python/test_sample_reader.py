@@ -12,6 +12,7 @@ import pytest
 
 from golden_sketches import GOLDEN, golden_rows
 from sample_reference import with_a_dominated_row
+from windowsketch.sketch.sample import priority
 from windowsketch.sketch import InvalidSketchBytes, SampleSketch, WindowSketch
 
 SAMPLE_GOLDEN = os.path.join(GOLDEN, "sample")
@@ -121,3 +122,29 @@ def test_bad_arguments_are_named():
         sketch.sample(as_of=sketch.now, sub_window=WHEN(days=2))
     with pytest.raises(TypeError, match="has no estimate"):
         sketch.estimate()
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_pruning_keeps_exactly_the_rows_fewer_than_k_rows_dominate(k):
+    """The reader's prune (what a merge and every read's check use) against the definition,
+    brute force: a row stays unless rows at its time or later, ranked above it, hold k
+    copies; rows equal in time and value join. Times with many rows and repeated values."""
+    import random
+
+    from windowsketch.sketch.sample import _prune, _Row
+
+    rng = random.Random(41)
+    for _ in range(200):
+        rows = []
+        for _ in range(rng.randint(1, 40)):
+            ts, value = rng.randint(0, 12), bytes([rng.randint(0, 5)])
+            rows.append(_Row(ts, value, rng.randint(1, 3), priority(9, ts, value)))
+        joined: dict[tuple[int, bytes], _Row] = {}
+        for r in rows:
+            key = (r.ts, r.value)
+            joined[key] = r._replace(copies=joined[key].copies + r.copies) if key in joined else r
+        expected = sorted((r for r in joined.values()
+                           if sum(o.copies for o in joined.values()
+                                  if o.ts >= r.ts and o.rank > r.rank) < k),
+                          key=lambda r: (r.ts, r.rank))
+        assert _prune(rows, lambda t: t >= 2, k) == [r for r in expected if r.ts >= 2]
