@@ -11,9 +11,9 @@ import re
 import struct
 from typing import Any, ClassVar, NamedTuple
 
-from windowsketch.sketch._base import (_EPOCH, _MASK64, AsOf, InvalidSketchBytes, SubWindow,
-                                       WindowSketch, _read_bytes, _Reader, _unsigned,
-                                       _write_bytes, _Writer, register_family)
+from windowsketch.sketch._base import (_EPOCH, _LONG_MAX, _MASK64, AsOf, InvalidSketchBytes,
+                                       SubWindow, WindowSketch, _read_bytes, _Reader,
+                                       _unsigned, _write_bytes, _Writer, register_family)
 
 _KIND_SAMPLE = 10
 _MAX_K = 10000
@@ -294,14 +294,16 @@ class SampleSketch(WindowSketch):
             raise InvalidSketchBytes(f"invalid row count {n}")
         rows: list[_Row] = []
         previous = self._now
+        total = 0
         for i in range(n):
             step = r.varint()
             ts = previous - step
             if step < 0 or ts > self._now or not self._in_window(ts):
                 raise InvalidSketchBytes(f"row {i + 1} lies outside the window")
             copies = r.varint()
-            if copies < 1:
+            if copies < 1 or copies > _LONG_MAX - total:
                 raise InvalidSketchBytes(f"invalid copies {copies}")
+            total += copies
             value = _read_bytes(r)
             if i > 0 and step == 0 and rows[-1].value >= value:
                 raise InvalidSketchBytes("rows of one time out of order")

@@ -159,7 +159,7 @@ object LiveCount {
     }
     val sketchLength = in.varint()
     if (sketchLength < 0 || sketchLength > body) throw new CorruptSketchException("invalid sketch length")
-    val sketch = Array.fill(sketchLength.toInt)(in.byte())
+    val sketch = in.take(sketchLength.toInt)
     val settled = SketchFormat.deserialize(sketch) match {
       case h: ExponentialHistogram if h.window == spec.window && h.eps == spec.eps => h
       case _ => throw new IllegalArgumentException(

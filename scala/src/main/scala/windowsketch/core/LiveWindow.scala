@@ -91,7 +91,7 @@ final case class LiveCountAggregate(eps: Double, override val above: Option[Long
   override private[core] def readInput(in: ByteReader): Long = 1L
   def newSlide(window: Long): LiveCountSlide = new LiveCountSlide(new ExponentialHistogram(window, eps))
   private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
-    val bytes = Array.fill(LiveWindow.length(in))(in.byte())
+    val bytes = in.take(LiveWindow.length(in))
     SketchFormat.deserialize(bytes) match {
       case h: ExponentialHistogram if h.window == window && h.eps == eps => new LiveCountSlide(h)
       case _ => throw new CorruptSketchException("a live count's histogram has other parameters")
@@ -143,7 +143,7 @@ final case class LiveDistinctAggregate(rsd: Double) extends LiveAggregate {
   def parameters: Seq[Double] = Seq(rsd)
   def newSlide(window: Long): LiveDistinctSlide = new LiveDistinctSlide(new SlidingHyperLogLog(window, rsd))
   private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
-    val s = SketchFormat.deserializeDistinct(Array.fill(LiveWindow.length(in))(in.byte()))
+    val s = SketchFormat.deserializeDistinct(in.take(LiveWindow.length(in)))
     if (s.window != window || s.rsd != rsd) {
       throw new CorruptSketchException("a live distinct count's sketch has other parameters")
     }
@@ -178,7 +178,7 @@ final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) 
   private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = readSlide(window, in, LiveWindow.Version)
   private[core] override def readSlide(window: Long, in: ByteReader, version: Int): LiveSlide = {
     // Versions 1 and 2 wrote the sketch's bytes (kind 4, or kind 8 past the exact limit).
-    val s = if (version < 3) SketchFormat.deserializeQuantiles(Array.fill(LiveWindow.length(in))(in.byte()))
+    val s = if (version < 3) SketchFormat.deserializeQuantiles(in.take(LiveWindow.length(in)))
       else SketchFormat.readLiveQuantiles(in, window, eps, microseconds = false)
     if (s.window != window || s.eps != eps) {
       throw new CorruptSketchException("a live percentile's window has other parameters")
@@ -276,7 +276,7 @@ final case class LiveSampleAggregate(k: Int, seed: Long) extends LiveAggregate {
   override def takesBytes: Boolean = true
   def newSlide(window: Long): LiveSampleSlide = new LiveSampleSlide(new SlidingSample(window, k, seed))
   private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
-    val s = SketchFormat.deserializeSample(Array.fill(LiveWindow.length(in))(in.byte()))
+    val s = SketchFormat.deserializeSample(in.take(LiveWindow.length(in)))
     if (s.window != window || s.k != k || s.seed != seed || s.microsecondTime) {
       throw new CorruptSketchException("a live sample has other parameters")
     }
@@ -521,7 +521,7 @@ object LiveWindow {
 
   private[core] def writeBytes(out: ByteWriter, bytes: Array[Byte]): Unit = {
     out.varint(bytes.length)
-    bytes.foreach(b => out.byte(b))
+    out.bytes(bytes)
   }
 
   private[core] def length(in: ByteReader): Int = {
@@ -620,7 +620,7 @@ object LiveWindow {
       }
       ts(i) = next
       which(i) = aggregate.toInt
-      if (aggregates(which(i)).takesBytes) items(i) = Array.fill(length(in))(in.byte())
+      if (aggregates(which(i)).takesBytes) items(i) = in.take(length(in))
       else inputs(i) = if (version >= 3) aggregates(which(i)).readInput(in) else in.long()
       if (!aggregates(which(i)).takesBytes && !aggregates(which(i)).validInput(inputs(i))) {
         throw new CorruptSketchException(s"invalid pending input of ${aggregates(which(i)).family}")

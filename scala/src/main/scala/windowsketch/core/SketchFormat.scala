@@ -355,7 +355,7 @@ object SketchFormat {
       out.byte(0)
       val bytes = serializeQuantiles(s)
       out.varint(bytes.length)
-      bytes.foreach(b => out.byte(b))
+      out.bytes(bytes)
     } else {
       out.byte(1)
       val c = s.compact
@@ -375,7 +375,7 @@ object SketchFormat {
     case 0 =>
       val n = in.varint()
       if (n < 0 || n > in.remaining) throw new CorruptSketchException("invalid length")
-      deserializeQuantiles(Array.fill(n.toInt)(in.byte()))
+      deserializeQuantiles(in.take(n.toInt))
     case 1 =>
       val length = in.remaining
       val c = new CompactQuantiles(window, eps)
@@ -715,6 +715,7 @@ object SketchFormat {
     if (n < 0 || n > bytes.length || (n > 0 && !h.hasTime)) throw new CorruptSketchException(s"invalid row count $n")
     val rows = new Array[SampledRow](n.toInt)
     var previous = h.now
+    var total = 0L
     var i = 0
     while (i < n) {
       val step = in.varint()
@@ -723,7 +724,9 @@ object SketchFormat {
         throw new CorruptSketchException(s"row ${i + 1} lies outside the window")
       }
       val copies = in.varint()
-      if (copies < 1) throw new CorruptSketchException(s"invalid copies $copies")
+      // Positive, and all of them together within a BIGINT (merges add them).
+      if (copies < 1 || copies > Long.MaxValue - total) throw new CorruptSketchException(s"invalid copies $copies")
+      total += copies
       val value = readBytes(in, bytes.length)
       if (i > 0 && step == 0 && ItemCounts.compare(rows(i - 1).value, value) >= 0) {
         throw new CorruptSketchException("rows of one time out of order")
@@ -880,14 +883,14 @@ object SketchFormat {
 
   private def writeBytes(out: ByteWriter, b: Array[Byte]): Unit = {
     out.varint(b.length)
-    b.foreach(x => out.byte(x))
+    out.bytes(b)
   }
 
   /** A varint length, at most `limit`, and that many bytes. */
   private def readBytes(in: ByteReader, limit: Int): Array[Byte] = {
     val n = in.varint()
     if (n < 0 || n > limit) throw new CorruptSketchException(s"invalid length $n")
-    Array.fill(n.toInt)(in.byte())
+    in.take(n.toInt)
   }
 
   private final case class Header(kind: Byte, window: Long, eps: Double, hasTime: Boolean,
@@ -1065,6 +1068,12 @@ private[core] final class ByteWriter(initial: Int) {
 
   def byte(b: Int): Unit = { ensure(1); buf(pos) = b.toByte; pos += 1 }
 
+  def bytes(b: Array[Byte]): Unit = {
+    ensure(b.length)
+    System.arraycopy(b, 0, buf, pos, b.length)
+    pos += b.length
+  }
+
   def long(v: Long): Unit = {
     ensure(8)
     var i = 7
@@ -1108,6 +1117,14 @@ private[core] final class ByteReader(bytes: Array[Byte], end: Int) {
   def remaining: Int = end - pos
 
   def skip(n: Int): Unit = { if (pos + n > end) throw new CorruptSketchException("truncated"); pos += n }
+
+  /** The next `n` bytes, copied. */
+  def take(n: Int): Array[Byte] = {
+    if (n < 0 || n > end - pos) throw new CorruptSketchException("truncated")
+    val out = java.util.Arrays.copyOfRange(bytes, pos, pos + n)
+    pos += n
+    out
+  }
 
   def byte(): Byte = {
     if (pos >= end) throw new CorruptSketchException("truncated")

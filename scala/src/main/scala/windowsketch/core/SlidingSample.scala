@@ -41,11 +41,12 @@ final class SlidingSample(val window: Long, val k: Int, val seed: Long) extends 
   private var pruneAt = 16
 
   // The current window's sample as a min-heap by rank, with its rows' copies, and the
-  // oldest time in it: valid until a member leaves the window or a merge.
-  private val answer = new java.util.PriorityQueue[SampledRow](SlidingSample.rankOrder)
+  // oldest time in it: valid until a member leaves the window or a merge. Made when a sample
+  // is first asked for (a GROUP BY's partial buffers never are), then kept as rows arrive.
+  private var answer: java.util.PriorityQueue[SampledRow] = null
   private var answerCopies = 0L
   private var answerOldest = Long.MaxValue
-  private var answerValid = true
+  private var answerValid = false
   // The answer as `sample` lists it, until the heap changes: a running frame reads it per row.
   private var listedAnswer: Array[SampledRow] = null
 
@@ -183,13 +184,19 @@ final class SlidingSample(val window: Long, val k: Int, val seed: Long) extends 
   /** The rows held, in no promised order. */
   def heldRows: Array[SampledRow] = java.util.Arrays.copyOf(rows, held)
 
-  /** Restores a state read from bytes (rows already checked), then checks it is pruned. */
+  /**
+   * Restores a state read from bytes (rows checked to lie in the window, in order and
+   * distinct), then checks it is pruned.
+   */
   private[core] def restore(hasTime: Boolean, now: Long, read: Array[SampledRow]): Option[String] = {
     seenAny = hasTime
     nowTs = now
     rows = new Array[SampledRow](math.max(16, 2 * read.length))
     held = 0
     read.foreach(append)
+    // Rows read are in the window and distinct (the reader checks both): with k copies or
+    // fewer in all, no row can have k dominating ones, and there is nothing to prune.
+    if (read.foldLeft(0L)((sum, r) => sum + r.copies) <= k) return None
     val before = held
     prune()
     if (held != before) Some(s"${before - held} rows are expired, dominated or repeated")
@@ -213,6 +220,7 @@ final class SlidingSample(val window: Long, val k: Int, val seed: Long) extends 
 
   private def rebuildAnswer(): Unit = {
     listedAnswer = null
+    if (answer == null) answer = new java.util.PriorityQueue[SampledRow](SlidingSample.rankOrder)
     answer.clear()
     answerCopies = 0L
     answerOldest = Long.MaxValue

@@ -862,7 +862,7 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
         out.varint(if (first) nowTs - t else t - previous)
         val item = items.next().bytes
         out.varint(item.length)
-        item.foreach(b => out.byte(b))
+        out.bytes(item)
         previous = t
         first = false
       }
@@ -929,7 +929,7 @@ object OrderedTopK {
       }
       val size = in.varint()
       if (size < 0 || size > in.remaining) throw new CorruptSketchException(s"invalid top-k row $i")
-      o.add(t, Array.fill(size.toInt)(in.byte())) // in time order: each moves now up to t
+      o.add(t, in.take(size.toInt)) // in time order: each moves now up to t
       previous = t
       i += 1
     }

@@ -149,6 +149,7 @@ abstract class SampleAggregate extends TypedImperativeAggregate[SlidingSample] {
   protected lazy val drawn: Int = SampleValues.kValue(k).toOption.get
   private lazy val seedValue: Long = SampleValues.seedValue(seed).toOption.get
   private lazy val tsType: DataType = ts.dataType
+  private lazy val itemType: String = x.dataType.catalogString
   @transient private lazy val encode = UnsafeProjection.create(Seq(x))
 
   override def checkInputDataTypes(): TypeCheckResult =
@@ -162,7 +163,7 @@ abstract class SampleAggregate extends TypedImperativeAggregate[SlidingSample] {
 
   override def createAggregationBuffer(): SlidingSample = {
     val s = new SlidingSample(windowLength, drawn, seedValue)
-    s.itemType = x.dataType.catalogString
+    s.itemType = itemType
     s.microsecondTime = WindowArguments.isTemporal(tsType)
     s
   }
