@@ -130,7 +130,7 @@ def test_values_of_any_type_and_time_windows(spark):
 def test_each_row_is_drawn_equally_often(spark):
     """Uniformity: 3,000 groups of the same 30 positions, each group's values distinct (so
     its priorities are independent of the others'), a window of the last 20 positions and
-    k = 5. Each of those 20 positions must be drawn in about a quarter of the groups and
+    k = 5; then one window under 120 seeds. Each of those 20 positions must be drawn in about a quarter of the groups and
     the 10 expired ones never; a chi-square over the 20 counts against 750 each, at a
     false-failure probability below 10^-6 (the statistic of a sample without replacement
     is at most a chi-square of 19 degrees of freedom scaled by 1 - 5/20)."""
@@ -151,6 +151,15 @@ def test_each_row_is_drawn_equally_often(spark):
     # 66 is below 4e-7. The scaled statistic's mean is 19 * 0.75.
     assert statistic < 66.0, (statistic, counts.tolist())
     assert statistic > 1.0, (statistic, counts.tolist())  # not suspiciously even
+    # The same over seeds: one window of 20 rows, 120 seeds in one query, k = 5 (30 draws
+    # of each row expected; the same chi-square bound).
+    seeds = 120
+    row = spark.range(20).selectExpr("id AS pos").agg(*(
+        approx_window_sample("pos", "pos", 20, 5, seed).alias(f"s{seed}") for seed in range(seeds))).first()
+    by_seed = np.bincount([v for sample in row for v in sample], minlength=20)
+    assert all(len(sample) == 5 for sample in row)
+    statistic = float(((by_seed - seeds * 5 / 20) ** 2 / (seeds * 5 / 20)).sum())
+    assert 1.0 < statistic < 66.0, (statistic, by_seed.tolist())
 
 
 def test_seeds_draw_different_samples_and_equal_rows_go_together(spark):
