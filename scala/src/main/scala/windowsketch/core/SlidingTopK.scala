@@ -559,8 +559,13 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
         val c = it.next()
         if (best.size >= k && c.count < best.last.estimate) searching = false
         else {
-          best.add(ItemCount(c.key.bytes, c.count, c.count, c.count))
-          if (best.size > k) best.pollLast()
+          // A tie of the k-th count enters only if it orders before the last listed: most
+          // of a key's many count-1 items do not, and cost a comparison, not a tree update.
+          val a = ItemCount(c.key.bytes, c.count, c.count, c.count)
+          if (best.size < k || answerOrder.compare(a, best.last) < 0) {
+            best.add(a)
+            if (best.size > k) best.pollLast()
+          }
         }
       }
       best.toArray(new Array[ItemCount](0))
