@@ -18,8 +18,8 @@ as the ``*_estimate`` / ``*_bounds`` SQL functions with the same numbers, merges
     WindowSketch.from_bytes(sample_blob).sample(5)       # 5 rows of a sample sketch's window
 
 Column helpers (:func:`estimate_column`, :func:`bounds_column`, :func:`percentile_column`,
-:func:`moments_column`, :func:`merge_column`) answer for a whole pandas Series, pyarrow
-array or list of sketch bytes at once.
+:func:`moments_column`, :func:`sample_column`, :func:`merge_column`) answer for a whole
+pandas Series, pyarrow array or list of sketch bytes at once.
 
 One module per family (``count``, ``distinct``, ``percentile``, ``moments``, ``top_k``,
 ``sample``),
@@ -44,7 +44,8 @@ from windowsketch.sketch.top_k import ItemCount, TopKSketch
 
 __all__ = ["CountSketch", "DistinctSketch", "InvalidSketchBytes", "ItemCount", "MomentsSketch",
            "PercentileSketch", "SampleSketch", "TopKSketch", "WindowSketch", "bounds_column",
-           "estimate_column", "merge_column", "moments_column", "percentile_column"]
+           "estimate_column", "merge_column", "moments_column", "percentile_column",
+           "sample_column"]
 
 
 def _values(column: Any, arrow_type: str = "int64") -> tuple[list[Any], Rebuild]:
@@ -63,6 +64,8 @@ def _values(column: Any, arrow_type: str = "int64") -> tuple[list[Any], Rebuild]
         pa = importlib.import_module("pyarrow")
         types = {"int64": pa.int64(), "float64": pa.float64(),
                  "list<float64>": pa.list_(pa.float64())}
+        if arrow_type == "inferred":  # lists of values of the sketches' own type
+            return column.to_pylist(), lambda answers: pa.array(answers)
         return column.to_pylist(), lambda answers: pa.array(answers, type=types[arrow_type])
     return list(column), lambda answers: answers
 
@@ -128,6 +131,18 @@ def moments_column(sketches: Any, statistic: str, as_of: AsOf | None = None,
     values, rebuild = _values(sketches, "float64")
     return rebuild([None if blob is None else
                     MomentsSketch.from_bytes(blob).estimate(statistic, as_of, sub_window)
+                    for blob in values])
+
+
+def sample_column(sketches: Any, k: int | None = None, as_of: AsOf | None = None,
+                  sub_window: SubWindow | None = None) -> Any:
+    """:meth:`SampleSketch.sample` of every sample sketch of a column at one ``as_of``:
+    lists of values of their own Python type, None for a NULL sketch. Returns a pandas
+    Series of objects on the same index, a pyarrow list array (its type inferred from the
+    values), or a list, like ``sketches``."""
+    values, rebuild = _values(sketches, "inferred")
+    return rebuild([None if blob is None else
+                    SampleSketch.from_bytes(blob).sample(k, as_of, sub_window)
                     for blob in values])
 
 
