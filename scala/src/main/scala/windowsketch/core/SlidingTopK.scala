@@ -552,55 +552,43 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
   def top(k: Int): Array[ItemCount] =
     if (sketch == null) {
       // Counts descending: the k-th count and every tie of it, then the answer's order.
-      val best = new java.util.TreeSet[ItemCount](answerOrder)
+      val best = new OrderedTopK.FirstK(k, answerOrder, ranked.size)
       val it = ranked.iterator
       var searching = true
       while (searching && it.hasNext) {
         val c = it.next()
         if (best.size >= k && c.count < best.last.estimate) searching = false
-        else {
-          // A tie of the k-th count enters only if it orders before the last listed: most
-          // of a key's many count-1 items do not, and cost a comparison, not a tree update.
-          val a = ItemCount(c.key.bytes, c.count, c.count, c.count)
-          if (best.size < k || answerOrder.compare(a, best.last) < 0) {
-            best.add(a)
-            if (best.size > k) best.pollLast()
-          }
-        }
+        else best.offer(ItemCount(c.key.bytes, c.count, c.count, c.count))
       }
-      best.toArray(new Array[ItemCount](0))
+      best.result
     } else {
       syncView()
       if (!answerValid || answeredK != k) {
-        val best = new java.util.TreeSet[ItemCount](answerOrder)
+        val best = new OrderedTopK.FirstK(k, answerOrder, counts.size)
         val all = counts.values.iterator
         while (all.hasNext) offer(best, all.next(), k)
-        answer = best.toArray(new Array[ItemCount](0))
+        answer = best.result
         answeredK = k
         answerValid = true
       } else if (raised.nonEmpty) {
-        val best = new java.util.TreeSet[ItemCount](answerOrder)
-        answer.foreach(a => if (!raised.exists(r => java.util.Arrays.equals(r.key.bytes, a.item))) best.add(a))
+        val best = new OrderedTopK.FirstK(k, answerOrder, answer.length + raised.size)
+        answer.foreach(a => if (!raised.exists(r => java.util.Arrays.equals(r.key.bytes, a.item))) best.offer(a))
         raised.foreach(c => if (c.count > 0) offer(best, c, k))
-        answer = best.toArray(new Array[ItemCount](0))
+        answer = best.result
       }
       raised.clear()
       answer
     }
 
   /** `c`'s answer into `best`, kept to the `k` first. */
-  private def offer(best: java.util.TreeSet[ItemCount], c: OrderedTopK.Count, k: Int): Unit = {
+  private def offer(best: OrderedTopK.FirstK, c: OrderedTopK.Count, k: Int): Unit = {
     val low = c.count
     // Its estimate is at most low + (insideError + straddlingWidth) / 2: an item that cannot
     // reach the k-th listed estimate is not listed, whatever the straddlers count for it.
     if (best.size >= k && low + Math.addExact(insideError, straddlingWidth()) / 2 < best.last.estimate) return
     var high = Math.addExact(low, insideError)
     straddlers.foreach { n => high = Math.addExact(high, Math.addExact(n.summary.error, n.summary.countOf(c.key.bytes))) }
-    val a = ItemCount(c.key.bytes, low + (high - low) / 2, low, high)
-    if (best.size < k || answerOrder.compare(a, best.last) < 0) {
-      best.add(a)
-      if (best.size > k) best.pollLast()
-    }
+    best.offer(ItemCount(c.key.bytes, low + (high - low) / 2, low, high))
   }
 
   private def straddlingWidth(): Long = {
@@ -889,6 +877,51 @@ final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
 }
 
 object OrderedTopK {
+  /**
+   * The `k` first items offered, in `order`. A small k keeps them in a sorted array (a live
+   * key's tick asks for a few of a dozen items, where a tree's nodes cost more than the
+   * answer); past [[ArrayLimit]] a tree, whose inserts stay O(log k) when ties arrive in
+   * any order. An item after the last of k full is passed over with one comparison; one
+   * equal to a kept one is kept once.
+   */
+  private[core] final class FirstK(k: Int, order: java.util.Comparator[ItemCount], most: Int) {
+    private val tree = if (k > ArrayLimit) new java.util.TreeSet[ItemCount](order) else null
+    private val array = if (tree == null) new Array[ItemCount](math.min(k, most)) else null
+    private var n = 0
+
+    def size: Int = if (tree != null) tree.size else n
+    def last: ItemCount = if (tree != null) tree.last else array(n - 1)
+
+    def offer(a: ItemCount): Unit =
+      if (size < k || order.compare(a, last) < 0) {
+        if (tree != null) {
+          tree.add(a)
+          if (tree.size > k) tree.pollLast()
+        } else {
+          var low = 0
+          var high = n
+          while (low < high) {
+            val mid = (low + high) >>> 1
+            if (order.compare(array(mid), a) < 0) low = mid + 1 else high = mid
+          }
+          // An item offered twice (raised twice since the last answer) is kept once, as a
+          // set keeps it; otherwise, when full, the last makes way.
+          if (low == n || order.compare(array(low), a) != 0) {
+            System.arraycopy(array, low, array, low + 1, (if (n < k) n else n - 1) - low)
+            array(low) = a
+            if (n < k) n += 1
+          }
+        }
+      }
+
+    def result: Array[ItemCount] =
+      if (tree != null) tree.toArray(new Array[ItemCount](0))
+      else if (n == array.length) array else java.util.Arrays.copyOf(array, n)
+  }
+
+  /** The largest k [[FirstK]] keeps in an array. */
+  private val ArrayLimit = 32
+
   /** The first byte of a bounded live state; an exact one starts with 0 or 1. */
   private[core] val BoundedTag: Byte = 2
 
