@@ -69,6 +69,7 @@ _SCALA_213 = [
 _NO_PYARROW = [
     "--deselect", "tests/python/test_sketch.py::test_column_helpers_on_pyarrow_columns",
     "--deselect", "tests/python/test_percentile_reader.py::test_percentile_column_on_pyarrow",
+    "--deselect", "tests/python/test_sample_reader.py::test_sample_column_on_pyarrow",
     "--deselect", "tests/python/test_read_stored_example.py::test_hourly_sketches_read_in_pandas_hold_their_bounds"]
 SUITES = {"3.5": ["tests/core", *_SPARK_FACING, *_NO_PYARROW],
           **{line: [*_SPARK_FACING, *_SCALA_213] for line in ("4.0", "4.1", "4.2", "4.3")}}

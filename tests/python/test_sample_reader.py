@@ -150,9 +150,8 @@ def test_pruning_keeps_exactly_the_rows_fewer_than_k_rows_dominate(k):
         assert _prune(rows, lambda t: t >= 2, k) == [r for r in expected if r.ts >= 2]
 
 
-def test_a_column_of_sketches_samples_at_once():
+def test_sample_column_on_lists_and_pandas():
     import pandas as pd
-    import pyarrow as pa
 
     from windowsketch.sketch import sample_column
 
@@ -162,6 +161,13 @@ def test_a_column_of_sketches_samples_at_once():
     assert sample_column(blobs, 2) == expected
     series = sample_column(pd.Series(blobs, index=[7, 8, 9]), 2)
     assert list(series.index) == [7, 8, 9] and series.tolist() == expected
+
+
+def test_sample_column_on_pyarrow():
+    import pyarrow as pa
+
+    from windowsketch.sketch import sample_column
+
     strings = sample_column(pa.array([load("time"), None]), 3)
     assert strings.type == pa.list_(pa.string()) and strings.to_pylist()[1] is None
     assert strings.to_pylist()[0] == WindowSketch.from_bytes(load("time")).sample(3)
