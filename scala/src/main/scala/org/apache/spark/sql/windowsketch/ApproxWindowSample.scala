@@ -8,7 +8,6 @@ import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDe
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -19,7 +18,7 @@ import windowsketch.core.{CorruptSketchException, SampledRow, SketchFormat, Slid
  * holding the value, for a value of any type a sample takes. Equal values of one type have
  * equal bytes, which is what the rows' priorities hash.
  */
-object SampleValues extends QueryErrorsBase {
+object SampleValues {
   /** Every type Spark can group by: no MAP (and no VARIANT) anywhere inside. */
   def supported(t: DataType): Boolean = t match {
     case _: MapType => false
@@ -60,32 +59,12 @@ object SampleValues extends QueryErrorsBase {
   }
 
   /** The constant `k`: a positive integer up to SlidingSample.MaxK, or why it is invalid. */
-  def kValue(k: Expression): Either[TypeCheckResult, Int] = {
-    val name = "k"
-    if (!WindowArguments.isIntegral(k.dataType)) {
-      return Left(WindowArguments.typeCheckFailure(s"The ${toSQLId(name)} must be a constant " +
-        s"positive INT, but ${toSQLExpr(k)} has the type ${toSQLType(k.dataType)}"))
-    }
-    if (!k.foldable) return Left(WindowArguments.nonFoldable(name, k))
-    val value = k.eval()
-    if (value == null) return Left(WindowArguments.unexpectedNull(name))
-    val n = WindowArguments.integralValue(value, k.dataType)
-    if (n >= 1 && n <= SlidingSample.MaxK) Right(n.toInt)
-    else Left(WindowArguments.outOfRange(name, s"[1, ${SlidingSample.MaxK}]", n.toString))
-  }
+  def kValue(k: Expression): Either[TypeCheckResult, Int] =
+    WindowArguments.countValue(k, "k", SlidingSample.MaxK)
 
   /** The constant `seed`: any integer, or why it is invalid. */
-  def seedValue(seed: Expression): Either[TypeCheckResult, Long] = {
-    val name = "seed"
-    if (!WindowArguments.isIntegral(seed.dataType)) {
-      return Left(WindowArguments.typeCheckFailure(s"The ${toSQLId(name)} must be a constant " +
-        s"integer, but ${toSQLExpr(seed)} has the type ${toSQLType(seed.dataType)}"))
-    }
-    if (!seed.foldable) return Left(WindowArguments.nonFoldable(name, seed))
-    val value = seed.eval()
-    if (value == null) return Left(WindowArguments.unexpectedNull(name))
-    Right(WindowArguments.integralValue(value, seed.dataType))
-  }
+  def seedValue(seed: Expression): Either[TypeCheckResult, Long] =
+    WindowArguments.integralConstant(seed, "seed", "a constant integer")
 
   /** The type a stored sketch names, or a corrupt sketch's error. */
   def typeOf(typeName: String): DataType = {

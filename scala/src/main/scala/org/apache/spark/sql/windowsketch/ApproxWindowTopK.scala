@@ -11,7 +11,6 @@ import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDe
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -155,25 +154,14 @@ abstract class TopKAggregate extends TypedImperativeAggregate[TopKWindow] with O
   override def deserialize(bytes: Array[Byte]): TopKWindow = SketchFormat.deserializeTopK(bytes)
 }
 
-object TopKAggregate extends QueryErrorsBase {
+object TopKAggregate {
   def checkItemType(x: Expression): TypeCheckResult =
     if (ItemCodec.supported(x.dataType) || x.dataType == NullType) TypeCheckSuccess
     else WindowArguments.unexpectedType(0,
       "(\"BOOLEAN\" or \"NUMERIC\" or \"STRING\" or \"DATE\" or \"TIMESTAMP\" or \"TIMESTAMP_NTZ\")", x)
 
   /** The constant `k`: a positive integer, or why it is invalid. */
-  def kValue(k: Expression): Either[TypeCheckResult, Int] = {
-    val name = "k"
-    if (!WindowArguments.isIntegral(k.dataType)) {
-      return Left(WindowArguments.typeCheckFailure(s"The ${toSQLId(name)} must be a constant " +
-        s"positive INT, but ${toSQLExpr(k)} has the type ${toSQLType(k.dataType)}"))
-    }
-    if (!k.foldable) return Left(WindowArguments.nonFoldable(name, k))
-    val value = k.eval()
-    if (value == null) return Left(WindowArguments.unexpectedNull(name))
-    val n = WindowArguments.integralValue(value, k.dataType)
-    if (n >= 1 && n <= MaxK) Right(n.toInt) else Left(WindowArguments.outOfRange(name, s"[1, $MaxK]", n.toString))
-  }
+  def kValue(k: Expression): Either[TypeCheckResult, Int] = WindowArguments.countValue(k, "k", MaxK)
 
   /** The most items an answer lists. */
   val MaxK: Int = SlidingTopK.MaxK

@@ -143,6 +143,26 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
     else scala.util.Try(Math.addExact(Math.multiplyExact(ci.days.toLong, MicrosPerDay),
       ci.microseconds)).toOption
 
+  /**
+   * A constant of an integral type, not NULL, as a long, or why it is not one: `what` is
+   * what the argument must be ("a constant positive INT").
+   */
+  def integralConstant(e: Expression, name: String, what: String): Either[TypeCheckResult, Long] = {
+    if (!isIntegral(e.dataType)) {
+      return Left(typeCheckFailure(s"The ${toSQLId(name)} must be $what, but ${toSQLExpr(e)} " +
+        s"has the type ${toSQLType(e.dataType)}"))
+    }
+    if (!e.foldable) return Left(nonFoldable(name, e))
+    val value = e.eval()
+    if (value == null) Left(unexpectedNull(name)) else Right(integralValue(value, e.dataType))
+  }
+
+  /** A constant positive INT of at most `most` (a k), or why it is not one. */
+  def countValue(e: Expression, name: String, most: Int): Either[TypeCheckResult, Int] =
+    integralConstant(e, name, "a constant positive INT").flatMap { n =>
+      if (n >= 1 && n <= most) Right(n.toInt) else Left(outOfRange(name, s"[1, $most]", n.toString))
+    }
+
   def epsValue(eps: Expression): Either[TypeCheckResult, Double] =
     constantIn(eps, "eps", ExponentialHistogram.MinEps, 1.0, s"[${ExponentialHistogram.MinEps}, 1)",
       upperIncluded = false)
