@@ -30,12 +30,14 @@ SQL_SECTIONS = [
      ("approx_window_avg", "approx_window_var", "approx_window_stddev")),
     ("Most frequent values", ("approx_window_top_k",)),
     ("Samples of rows", ("approx_window_sample",)),
+    ("Seen before: membership and de-duplication", ("approx_window_seen",)),
     ("Count sketch columns", ("window_sketch",)),
     ("Distinct-count sketch columns", ("window_distinct_sketch",)),
     ("Percentile sketch columns", ("window_percentile_sketch",)),
     ("Moments sketch columns", ("window_moments_sketch",)),
     ("Top-k sketch columns", ("window_top_k_sketch",)),
     ("Sample sketch columns", ("window_sample_sketch",)),
+    ("Filter sketch columns", ("window_filter_",)),
 ]
 
 #: The public Scala API: (source file, the objects and classes of it users call).

@@ -146,3 +146,18 @@ def golden_top_k_items(pos: np.ndarray) -> list[str]:
     for i in range(1500, 1800):
         items[i] = "/flood"
     return items
+
+
+def golden_filter_probes(sketch) -> list:
+    """(value, as_of, sub_window) probes of a golden filter sketch (tests/golden/filter), on
+    its axis and value type: the same for the JVM and the Python reader."""
+    if sketch.value_type == "string":
+        values = ["/", "/index.html", "/images/", "/absent"] + [f"/p{i}" for i in range(5)]
+    else:
+        values = [0, 5, 42, 96, 97, -1]
+    if sketch.now is None:
+        return [(v, None, None) for v in values[:2]]
+    micro = sketch.time_unit == "microseconds"
+    later = sketch.now + (datetime.timedelta(hours=6) if micro else 300)
+    short = datetime.timedelta(hours=1) if micro else 50
+    return [(v, w, s) for v in values for w, s in ((None, None), (later, None), (sketch.now, short))]

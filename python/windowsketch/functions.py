@@ -17,9 +17,10 @@ __all__ = [
     "approx_window_avg", "approx_window_avg_bounds", "approx_window_count",
     "approx_window_count_bounds", "approx_window_count_distinct", "approx_window_percentile",
     "approx_window_percentile_bounds", "approx_window_stddev", "approx_window_stddev_bounds",
-    "approx_window_sample", "approx_window_stddev_pop", "approx_window_stddev_samp",
+    "approx_window_sample", "approx_window_seen", "approx_window_stddev_pop", "approx_window_stddev_samp",
     "approx_window_sum", "approx_window_top_k",
     "approx_window_var_pop", "approx_window_var_samp", "approx_window_variance",
+    "window_filter_contains", "window_filter_sketch", "window_filter_sketch_merge",
     "window_sample_sketch", "window_sample_sketch_get", "window_sample_sketch_merge",
     "window_distinct_sketch", "window_distinct_sketch_estimate",
     "window_distinct_sketch_merge", "window_moments_sketch", "window_moments_sketch_bounds",
@@ -49,7 +50,7 @@ def _check_window(window: WindowSpec) -> None:
 
 def _check_eps(eps: Union[float, Column], name: str = "eps") -> None:
     if isinstance(eps, bool) or not isinstance(eps, (int, float, Column)):
-        allowed = "[0.0001, 1)" if name == "eps" else "[0.01, 0.39]"
+        allowed = {"eps": "[0.0001, 1)", "rsd": "[0.01, 0.39]", "fpp": "[1e-09, 0.5]"}[name]
         raise TypeError(f"`{name}` must be a number in {allowed}, got {eps!r}")
 
 
@@ -1488,3 +1489,151 @@ def window_top_k_sketch_estimate(
     +----------------+----------------+
     """
     return _sketch_query("window_top_k_sketch_estimate", sketch, as_of, sub_window, _k(k))
+
+
+def approx_window_seen(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    fpp: Union[float, Column] = 0.01,
+) -> Column:
+    """Whether each row's ``x`` occurred earlier in the sliding window ending at its ``ts``.
+
+    For a running frame ordered by ``ts`` (``.over(Window.partitionBy(k).orderBy(ts))``):
+    true when the value occurred at an earlier ``ts`` of the window, or at the same ``ts``
+    in an earlier row of the frame's order (add a tie-breaker to the ordering to make that
+    order deterministic). A value of the window is always found; one that is not there is
+    reported seen with probability at most ``fpp``. ``F.count_if(~seen)`` counts first
+    occurrences and ``.where(~seen)`` de-duplicates. Memory is a fingerprint and a time per
+    distinct value of the window (``docs/filtering.md``). In ``groupBy`` or other frames,
+    use :func:`window_filter_sketch` and :func:`window_filter_contains`.
+
+    Parameters
+    ----------
+    x : :class:`~pyspark.sql.Column` or str
+        A value of any type GROUP BY takes (no MAP inside), for example
+        ``F.struct("user", "url")``; -0.0 and 0.0, and all NaNs, are one value. NULL gives
+        NULL.
+    ts, window
+        As for :func:`approx_window_count`.
+    fpp : float or :class:`~pyspark.sql.Column`
+        The most probability that an absent value is reported seen, in [1e-09, 0.5], for up
+        to 2^32 distinct values in the window. Default 0.01.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        BOOLEAN; NULL where ``x`` or ``ts`` is NULL.
+
+    Examples
+    --------
+    >>> from pyspark.sql import Window
+    >>> from windowsketch.functions import approx_window_seen
+    >>> df = spark.createDataFrame([(1, "a"), (2, "b"), (3, "a"), (5, "b"), (7, "a")],
+    ...                            "ts INT, user STRING")
+    >>> df.select("ts", "user", approx_window_seen("user", "ts", 3).over(Window.orderBy("ts"))
+    ...           .alias("seen")).show()
+    +---+----+-----+
+    | ts|user| seen|
+    +---+----+-----+
+    |  1|   a|false|
+    |  2|   b|false|
+    |  3|   a| true|
+    |  5|   b|false|
+    |  7|   a|false|
+    +---+----+-----+
+    """
+    return _window_aggregate("approx_window_seen", x, ts, window, fpp, "x", "fpp")
+
+
+def window_filter_sketch(
+    x: ColumnOrName,
+    ts: ColumnOrName,
+    window: WindowSpec,
+    fpp: Union[float, Column] = 0.01,
+) -> Column:
+    """A mergeable filter sketch (BINARY) of a group's values, for membership questions later.
+
+    Keep one per key and period, merge them with :func:`window_filter_sketch_merge` and ask
+    them with :func:`window_filter_contains`: whether a value occurred in any window of up to
+    ``window`` ending at or after the sketch's largest ``ts``. Arguments as for
+    :func:`approx_window_seen`.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_filter_contains, window_filter_sketch
+    >>> df = spark.createDataFrame([(1, "a"), (2, "b"), (5, "a")], "ts INT, user STRING")
+    >>> s = df.agg(window_filter_sketch("user", "ts", 3).alias("s"))
+    >>> s.select(window_filter_contains("s", "a").alias("a"),
+    ...          window_filter_contains("s", "b").alias("b")).show()
+    +----+-----+
+    |   a|    b|
+    +----+-----+
+    |true|false|
+    +----+-----+
+    """
+    return _window_aggregate("window_filter_sketch", x, ts, window, fpp, "x", "fpp")
+
+
+def window_filter_sketch_merge(sketch: ColumnOrName) -> Column:
+    """Merges a group's filter sketches into one: the sketch of all their rows, the same
+    bytes in any merge order.
+
+    NULL sketches are skipped; a group with none gives NULL. Sketches of another window,
+    ``fpp``, time unit or value type, and bytes that are not a filter sketch, raise an error.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import (window_filter_contains, window_filter_sketch,
+    ...     window_filter_sketch_merge)
+    >>> df = spark.createDataFrame([("x", 1, "a"), ("y", 2, "b")],
+    ...                            "host STRING, ts INT, user STRING")
+    >>> per_host = df.groupBy("host").agg(window_filter_sketch("user", "ts", 3).alias("s"))
+    >>> per_host.agg(window_filter_contains(window_filter_sketch_merge("s"), "a")
+    ...              .alias("a")).show()
+    +----+
+    |   a|
+    +----+
+    |true|
+    +----+
+    """
+    _check_column(sketch, "sketch")
+    return F.call_function("window_filter_sketch_merge", _column(sketch))
+
+
+def window_filter_contains(
+    sketch: ColumnOrName, value: Any, as_of: AsOf = None,
+    sub_window: Optional[WindowSpec] = None,
+) -> Column:
+    """Whether ``value`` occurred in a filter sketch's window.
+
+    Parameters
+    ----------
+    sketch : :class:`~pyspark.sql.Column` or str
+        BINARY made by :func:`window_filter_sketch` or :func:`window_filter_sketch_merge`.
+    value : :class:`~pyspark.sql.Column` or a literal
+        The value to look for, of the sketch's value type (as for ``array_contains``, a
+        plain Python value is a literal, not a column name). NULL gives NULL.
+    as_of, sub_window
+        As for :func:`window_sketch_estimate`.
+
+    Returns
+    -------
+    :class:`~pyspark.sql.Column`
+        BOOLEAN: true for every value of the window; for a value not in it, true with
+        probability at most the sketch's ``fpp``.
+
+    Examples
+    --------
+    >>> from windowsketch.functions import window_filter_contains, window_filter_sketch
+    >>> df = spark.createDataFrame([(1, "a"), (3, "a"), (4, "b")], "ts INT, user STRING")
+    >>> s = df.agg(window_filter_sketch("user", "ts", 3).alias("s"))
+    >>> s.select(window_filter_contains("s", "b", 4, 1).alias("b_at_4"),
+    ...          window_filter_contains("s", "c").alias("c")).show()
+    +------+-----+
+    |b_at_4|    c|
+    +------+-----+
+    |  true|false|
+    +------+-----+
+    """
+    return _sketch_query("window_filter_contains", sketch, as_of, sub_window, _literal(value))

@@ -19,7 +19,8 @@ FUNCTIONS = ["approx_window_count", "approx_window_count_bounds", "approx_window
              "window_moments_sketch_estimate", "window_moments_sketch_bounds",
              "approx_window_top_k", "window_top_k_sketch", "window_top_k_sketch_merge",
              "window_top_k_sketch_estimate", "approx_window_sample", "window_sample_sketch",
-             "window_sample_sketch_merge", "window_sample_sketch_get"]
+             "window_sample_sketch_merge", "window_sample_sketch_get", "approx_window_seen",
+             "window_filter_sketch", "window_filter_sketch_merge", "window_filter_contains"]
 
 
 def test_every_registered_function_is_described_here(spark):
@@ -56,6 +57,7 @@ def test_documented_examples_print_what_they_claim(spark, name):
     found = list(examples(describe(spark, name)))
     assert found
     for sql, expected in found:
-        got = ["\t".join("NULL" if v is None else str(v) for v in row)
+        got = ["\t".join("NULL" if v is None else str(v).lower() if isinstance(v, bool)
+                          else str(v) for v in row)
                for row in spark.sql(sql).collect()]
         assert got == [re.sub(r"\s*\t\s*", "\t", line) for line in expected], sql

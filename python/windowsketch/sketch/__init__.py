@@ -1,7 +1,8 @@
 """Read, query, merge and write stored sketch columns in pure Python: no Spark, no JVM.
 
 A ``window_sketch``, ``window_distinct_sketch``, ``window_percentile_sketch``,
-``window_moments_sketch``, ``window_top_k_sketch`` or ``window_sample_sketch`` column holds
+``window_moments_sketch``, ``window_top_k_sketch``, ``window_sample_sketch`` or
+``window_filter_sketch`` column holds
 bytes in the format of ``docs/format.md``. This package reads every kind the JVM writes, answers the same queries
 as the ``*_estimate`` / ``*_bounds`` SQL functions with the same numbers, merges as the
 ``*_merge`` functions do and writes the bytes the JVM would write for the same state::
@@ -16,13 +17,14 @@ as the ``*_estimate`` / ``*_bounds`` SQL functions with the same numbers, merges
     WindowSketch.from_bytes(latency_blob).estimate("stddev")  # a moments sketch's deviation
     WindowSketch.from_bytes(paths_blob).top(10)          # a top-k sketch's 10 top items
     WindowSketch.from_bytes(sample_blob).sample(5)       # 5 rows of a sample sketch's window
+    WindowSketch.from_bytes(users_blob).contains("ann")  # seen in a filter sketch's window?
 
 Column helpers (:func:`estimate_column`, :func:`bounds_column`, :func:`percentile_column`,
 :func:`moments_column`, :func:`sample_column`, :func:`merge_column`) answer for a whole
 pandas Series, pyarrow array or list of sketch bytes at once.
 
 One module per family (``count``, ``distinct``, ``percentile``, ``moments``, ``top_k``,
-``sample``),
+``sample``, ``filter``),
 each registering its format kinds with the shared reader in ``_base``. It needs only the
 standard library; pandas and pyarrow are used when given.
 """
@@ -37,12 +39,13 @@ from windowsketch.sketch._base import (AsOf, InvalidSketchBytes, Rebuild, SubWin
                                        WindowSketch)
 from windowsketch.sketch.count import CountSketch
 from windowsketch.sketch.distinct import DistinctSketch
+from windowsketch.sketch.filter import FilterSketch
 from windowsketch.sketch.moments import MomentsSketch
 from windowsketch.sketch.percentile import Percentage, PercentileSketch
 from windowsketch.sketch.sample import SampleSketch
 from windowsketch.sketch.top_k import ItemCount, TopKSketch
 
-__all__ = ["CountSketch", "DistinctSketch", "InvalidSketchBytes", "ItemCount", "MomentsSketch",
+__all__ = ["CountSketch", "DistinctSketch", "FilterSketch", "InvalidSketchBytes", "ItemCount", "MomentsSketch",
            "PercentileSketch", "SampleSketch", "TopKSketch", "WindowSketch", "bounds_column",
            "estimate_column", "merge_column", "moments_column", "percentile_column",
            "sample_column"]

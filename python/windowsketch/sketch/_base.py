@@ -55,6 +55,24 @@ def _unsigned(x: int) -> int:
     return x & _MASK64
 
 
+def _mix64(x: int) -> int:
+    """SplitMix64's step: the golden-ratio increment, then its finalizer (unsigned)."""
+    z = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def value_hash(start: int, value: bytes) -> int:
+    """The JVM's ``ValueHash.chain``: ``value``'s bytes as little-endian 8-byte words (the
+    last zero-padded), then their length, chained onto ``start`` by :func:`_mix64`; the
+    sample's priorities and the filter's fingerprints hash values with it."""
+    h = start & _MASK64
+    for i in range(0, len(value), 8):
+        h = _mix64(h ^ int.from_bytes(value[i:i + 8], "little"))
+    return _mix64(h ^ len(value))
+
+
 class _Reader:
     """Reads the bytes before the checksum, raising InvalidSketchBytes past their end."""
 

@@ -13,28 +13,18 @@ from typing import Any, ClassVar, NamedTuple
 
 from windowsketch.sketch._base import (_EPOCH, _LONG_MAX, _MASK64, AsOf, InvalidSketchBytes,
                                        SubWindow, WindowSketch, _read_bytes, _Reader,
-                                       _unsigned, _write_bytes, _Writer, register_family)
+                                       _mix64, _unsigned, _write_bytes, _Writer,
+                                       register_family, value_hash)
 
 _KIND_SAMPLE = 10
 _MAX_K = 10000
-
-
-def _mix(x: int) -> int:
-    z = (x + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
 
 
 def priority(seed: int, ts: int, value: bytes) -> int:
     """A row's priority (unsigned 64 bits): SplitMix64's finalizer chained over the seed,
     the time, the value's bytes as little-endian 8-byte words (the last zero-padded) and
     their length, as the JVM computes it."""
-    h = _mix(seed & _MASK64)
-    h = _mix(h ^ (ts & _MASK64))
-    for i in range(0, len(value), 8):
-        h = _mix(h ^ int.from_bytes(value[i:i + 8], "little"))
-    return _mix(h ^ len(value))
+    return value_hash(_mix64(_mix64(seed & _MASK64) ^ (ts & _MASK64)), value)
 
 
 class _Row(NamedTuple):

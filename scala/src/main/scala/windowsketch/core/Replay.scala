@@ -551,6 +551,25 @@ object Replay {
     Array(s.retained, s.nodeCount.toLong, a.inside, a.straddling, math.round(a.variance), bytes)
   }
 
+  /**
+   * False positives of a filter holding `distinct` values (BIGINT rows of 0 until
+   * `distinct`, one window) over `absent` values it never saw (the BIGINT rows after them).
+   */
+  def filterFalsePositives(distinct: Int, absent: Int, fpp: Double): Long = {
+    def row(v: Long): Array[Byte] = {
+      val b = ByteBuffer.allocate(16).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+      b.putLong(0L).putLong(v)
+      b.array()
+    }
+    val f = new SlidingFilter(1L << 40, fpp)
+    var i = 0
+    while (i < distinct) { f.add(i.toLong, f.fingerprint(row(i))); i += 1 }
+    var positives = 0L
+    i = 0
+    while (i < absent) { if (f.containsAt(f.fingerprint(row(distinct.toLong + i)), f.now, f.window)) positives += 1; i += 1 }
+    positives
+  }
+
   /** A percentile sketch of these rows (any order), for format tests. */
   def quantileSketch(window: Long, eps: Double, microseconds: Boolean, timestamps: Array[Byte],
       values: Array[Byte]): SlidingQuantiles = {

@@ -28,6 +28,8 @@ object SketchFormat {
   val KindTopKDictionary: Byte = 9
   /** Kind byte: a sample's rows, each with its time, copies and value. */
   val KindSample: Byte = 10
+  /** Kind byte: a filter's fingerprints, each with the latest time it occurred. */
+  val KindFilter: Byte = 11
 
   /** What each kind is, as users know it: for the error when a reader gets another kind. */
   private def describeKind(kind: Byte): String = kind match {
@@ -37,6 +39,7 @@ object SketchFormat {
     case KindMoments => "a moments sketch (window_moments_sketch)"
     case KindTopK | KindTopKDictionary => "a top-k sketch (window_top_k_sketch)"
     case KindSample => "a sample sketch (window_sample_sketch)"
+    case KindFilter => "a filter sketch (window_filter_sketch)"
     case other => throw new CorruptSketchException(s"unknown sketch kind $other")
   }
 
@@ -737,6 +740,64 @@ object SketchFormat {
     }
     if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
     s.restore(h.hasTime, h.now, rows).foreach(problem => throw new CorruptSketchException(problem))
+    s
+  }
+
+  /**
+   * A filter sketch (kind 11): the header with fpp in eps's place, the value type, the
+   * number of fingerprints of the window, then each, ascending, as its step from the one
+   * before (the first from 0) and the latest time it occurred as its step back from now.
+   */
+  def serializeFilter(s: SlidingFilter): Array[Byte] = {
+    val (fps, ts) = s.entries
+    val out = header(KindFilter, s.window, s.fpp, s.hasTime, s.microsecondTime, s.now, 8 * fps.length)
+    writeBytes(out, s.itemType.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+    out.varint(fps.length)
+    var previous = 0L
+    var i = 0
+    while (i < fps.length) {
+      out.varint(fps(i) - previous)
+      out.varint(s.now - ts(i))
+      previous = fps(i)
+      i += 1
+    }
+    finish(out)
+  }
+
+  /**
+   * Reads [[serializeFilter]]'s bytes, checking fpp, that fingerprints ascend strictly and
+   * fit their bits, and that every time lies in the window.
+   */
+  def deserializeFilter(bytes: Array[Byte]): SlidingFilter = {
+    val (in, h) = readHeader(bytes)
+    requireFamily(h.kind, KindFilter)
+    if (!(h.eps >= SlidingFilter.MinFpp && h.eps <= SlidingFilter.MaxFpp)) {
+      throw new CorruptSketchException(s"invalid parameters window=${h.window}, fpp=${h.eps}")
+    }
+    val s = new SlidingFilter(h.window, h.eps)
+    s.microsecondTime = h.microseconds
+    s.itemType = new String(readBytes(in, bytes.length), java.nio.charset.StandardCharsets.UTF_8)
+    val n = in.varint()
+    // Each fingerprint takes at least two bytes.
+    if (n < 0 || n > bytes.length / 2) throw new CorruptSketchException(s"invalid value count $n")
+    val fps = new Array[Long](n.toInt)
+    val ts = new Array[Long](n.toInt)
+    var previous = 0L
+    var i = 0
+    while (i < n) {
+      val step = in.varint()
+      val back = in.varint()
+      if (step < 0 || (i > 0 && step == 0) || step > (Long.MaxValue >>> 2)) {
+        throw new CorruptSketchException(s"fingerprint ${i + 1} is out of order")
+      }
+      if (back < 0) throw new CorruptSketchException(s"value ${i + 1} lies outside the window")
+      fps(i) = previous + step
+      ts(i) = h.now - back
+      previous = fps(i)
+      i += 1
+    }
+    if (!in.atEnd) throw new CorruptSketchException("trailing bytes after the sketch")
+    s.restore(h.hasTime, h.now, fps, ts).foreach(problem => throw new CorruptSketchException(problem))
     s
   }
 

@@ -245,33 +245,8 @@ object SlidingSample {
    * bytes as little-endian 8-byte words (the last one zero-padded) and their length. The
    * Python reader computes the same.
    */
-  def priority(seed: Long, ts: Long, value: Array[Byte]): Long = {
-    var h = mix(seed)
-    h = mix(h ^ ts)
-    val n = value.length
-    var i = 0
-    while (i + 8 <= n) {
-      var w = 0L
-      var b = 7
-      while (b >= 0) { w = (w << 8) | (value(i + b) & 0xffL); b -= 1 }
-      h = mix(h ^ w)
-      i += 8
-    }
-    if (i < n) {
-      var w = 0L
-      var b = n - 1
-      while (b >= i) { w = (w << 8) | (value(b) & 0xffL); b -= 1 }
-      h = mix(h ^ w)
-    }
-    mix(h ^ n)
-  }
-
-  private def mix(x: Long): Long = {
-    var z = x + 0x9E3779B97F4A7C15L
-    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L
-    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL
-    z ^ (z >>> 31)
-  }
+  def priority(seed: Long, ts: Long, value: Array[Byte]): Long =
+    ValueHash.chain(ValueHash.mix(ValueHash.mix(seed) ^ ts), value)
 
   /**
    * Rank, lowest first: priority as unsigned, then time, then bytes. A total order on

@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
 import org.apache.spark.sql.types._
 
-import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec, SampleValues}
+import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec, RowValues}
 import windowsketch.core._
 
 /**
@@ -267,7 +267,7 @@ object SlidingWindow {
   private object SampleFamily extends Family {
     def aggregate(c: LiveColumn): LiveAggregate = LiveSampleAggregate(c.k, c.seed)
     def input(c: LiveColumn, dataType: DataType): Column = {
-      if (!SampleValues.supported(dataType)) {
+      if (!RowValues.supported(dataType)) {
         refuse(c, s"must be of a type GROUP BY takes (no MAP inside), got ${dataType.sql}")
       }
       c.input
@@ -275,12 +275,12 @@ object SlidingWindow {
     def encode(r: Row, i: Int): Long = throw new UnsupportedOperationException("sample takes values")
     override def takesBytes: Boolean = true
     override def encodeBytes(c: LiveColumn, dataType: DataType): (Row, Int) => Array[Byte] = {
-      val rows = new SampleValues.ExternalRows(dataType)
+      val rows = new RowValues.ExternalRows(dataType)
       (r, i) => rows.encode(r.get(i))
     }
     def outputType(c: LiveColumn, dataType: DataType): DataType = ArrayType(dataType, containsNull = false)
     def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
-      val rows = new SampleValues.ExternalRows(dataType)
+      val rows = new RowValues.ExternalRows(dataType)
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LiveSampleSlide, _) =>
           s.answer.toSeq.flatMap(r => Seq.fill(r.copies.toInt)(rows.decode(r.value)))

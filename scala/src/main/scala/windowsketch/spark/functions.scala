@@ -373,6 +373,47 @@ object functions {
   def window_sample_sketch_get(sketch: Column, k: Int, asOf: Column, subWindow: Column): Column =
     call_function("window_sample_sketch_get", sketch, lit(k), asOf, subWindow)
 
+  /**
+   * Whether each row's `x` occurred earlier in the sliding window ending at its ts, in a
+   * running frame ordered by ts: BOOLEAN; see `approx_window_seen`.
+   */
+  def approx_window_seen(x: Column, ts: Column, window: Column, fpp: Column): Column =
+    call_function("approx_window_seen", x, ts, window, fpp)
+
+  def approx_window_seen(x: Column, ts: Column, window: Column): Column =
+    call_function("approx_window_seen", x, ts, window)
+
+  def approx_window_seen(x: String, ts: String, window: Any, fpp: Double): Column =
+    approx_window_seen(col(x), col(ts), lit(window), lit(fpp))
+
+  /** A mergeable filter sketch (BINARY) of the group's values; see `window_filter_sketch`. */
+  def window_filter_sketch(x: Column, ts: Column, window: Column, fpp: Column): Column =
+    call_function("window_filter_sketch", x, ts, window, fpp)
+
+  def window_filter_sketch(x: Column, ts: Column, window: Column): Column =
+    call_function("window_filter_sketch", x, ts, window)
+
+  def window_filter_sketch(x: String, ts: String, window: Any, fpp: Double): Column =
+    window_filter_sketch(col(x), col(ts), lit(window), lit(fpp))
+
+  /** Merges the group's filter sketches into one; see `window_filter_sketch_merge`. */
+  def window_filter_sketch_merge(sketch: Column): Column =
+    call_function("window_filter_sketch_merge", sketch)
+
+  def window_filter_sketch_merge(sketch: String): Column = window_filter_sketch_merge(col(sketch))
+
+  /** Whether `value` occurred in the sketch's window ending at its largest ts. */
+  def window_filter_contains(sketch: Column, value: Column): Column =
+    call_function("window_filter_contains", sketch, value)
+
+  /** Whether `value` occurred in the sketch's window ending at `asOf`. */
+  def window_filter_contains(sketch: Column, value: Column, asOf: Column): Column =
+    call_function("window_filter_contains", sketch, value, asOf)
+
+  /** Whether `value` occurred in the window of length `subWindow` ending at `asOf`. */
+  def window_filter_contains(sketch: Column, value: Column, asOf: Column, subWindow: Column): Column =
+    call_function("window_filter_contains", sketch, value, asOf, subWindow)
+
   /** A mergeable top-k sketch (BINARY) of the group's values; see `window_top_k_sketch`. */
   def window_top_k_sketch(x: Column, ts: Column, window: Column, eps: Column): Column =
     call_function("window_top_k_sketch", x, ts, window, eps)

@@ -14,11 +14,11 @@ import org.apache.spark.unsafe.types.UTF8String
 import windowsketch.core.{CorruptSketchException, SampledRow, SketchFormat, SlidingSample}
 
 /**
- * Values as a sample holds them: the bytes of Spark's binary row (UnsafeRow) of one field
- * holding the value, for a value of any type a sample takes. Equal values of one type have
- * equal bytes, which is what the rows' priorities hash.
+ * Values as samples and filters hold them: the bytes of Spark's binary row (UnsafeRow) of
+ * one field holding the value, for a value of any type GROUP BY takes. Equal values of one
+ * type have equal bytes, which is what the rows' priorities and fingerprints hash.
  */
-object SampleValues {
+object RowValues {
   /** Every type Spark can group by: no MAP (and no VARIANT) anywhere inside. */
   def supported(t: DataType): Boolean = t match {
     case _: MapType => false
@@ -27,9 +27,9 @@ object SampleValues {
     case other => other.typeName != "variant"
   }
 
-  def checkType(x: Expression): TypeCheckResult =
+  def checkType(x: Expression, index: Int = 0): TypeCheckResult =
     if (supported(x.dataType)) TypeCheckSuccess
-    else WindowArguments.unexpectedType(0, "a type without MAP or VARIANT inside (one GROUP BY takes)", x)
+    else WindowArguments.unexpectedType(index, "a type without MAP or VARIANT inside (one GROUP BY takes)", x)
 
   /** A reusable decoder: the value of `t` that `bytes` hold. */
   final class Decoder(t: DataType) {
@@ -87,7 +87,7 @@ object SampleValues {
    * column, not from this build, so each is checked to be a binary row of the sketch's type
    * whose offsets stay inside its bytes before anything reads it.
    */
-  def read(bytes: Array[Byte], function: String): SlidingSample =
+  def readSample(bytes: Array[Byte], function: String): SlidingSample =
     try {
       val s = SketchFormat.deserializeSample(bytes)
       val t = typeOf(s.itemType)
@@ -125,19 +125,19 @@ abstract class SampleAggregate extends TypedImperativeAggregate[SlidingSample] {
 
   // Lazy so the constants are read once, after the checks, never during tree transforms.
   private lazy val windowLength: Long = WindowArguments.windowLength(window, ts).toOption.get
-  protected lazy val drawn: Int = SampleValues.kValue(k).toOption.get
-  private lazy val seedValue: Long = SampleValues.seedValue(seed).toOption.get
+  protected lazy val drawn: Int = RowValues.kValue(k).toOption.get
+  private lazy val seedValue: Long = RowValues.seedValue(seed).toOption.get
   private lazy val tsType: DataType = ts.dataType
   private lazy val itemType: String = x.dataType.catalogString
   @transient private lazy val encode = UnsafeProjection.create(Seq(x))
 
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(
-      SampleValues.checkType(x),
+      RowValues.checkType(x),
       WindowArguments.checkTimeType(ts),
       WindowArguments.windowLength(window, ts).left.getOrElse(TypeCheckSuccess),
-      SampleValues.kValue(k).left.getOrElse(TypeCheckSuccess),
-      SampleValues.seedValue(seed).left.getOrElse(TypeCheckSuccess)
+      RowValues.kValue(k).left.getOrElse(TypeCheckSuccess),
+      RowValues.seedValue(seed).left.getOrElse(TypeCheckSuccess)
     ).find(_.isFailure).getOrElse(TypeCheckSuccess)
 
   override def createAggregationBuffer(): SlidingSample = {
@@ -228,11 +228,11 @@ case class ApproxWindowSample(
   def this(x: Expression, ts: Expression, window: Expression, k: Expression) =
     this(x, ts, window, k, Literal(0L))
 
-  @transient private lazy val decode = new SampleValues.Decoder(x.dataType)
+  @transient private lazy val decode = new RowValues.Decoder(x.dataType)
 
   override def prettyName: String = ApproxWindowSample.Name
 
-  override def eval(buffer: SlidingSample): Any = SampleValues.answer(buffer.sample, decode)
+  override def eval(buffer: SlidingSample): Any = RowValues.answer(buffer.sample, decode)
 
   override def dataType: DataType = ArrayType(x.dataType, containsNull = false)
 
@@ -350,7 +350,7 @@ case class WindowSampleSketchMerge(
 
   override protected def maker: String = WindowSampleSketchAgg.Name
 
-  override protected def read(bytes: Array[Byte]): SlidingSample = SampleValues.read(bytes, prettyName)
+  override protected def read(bytes: Array[Byte]): SlidingSample = RowValues.readSample(bytes, prettyName)
 
   override protected def write(s: SlidingSample): Array[Byte] = SketchFormat.serializeSample(s)
 
@@ -419,7 +419,7 @@ case class WindowSampleSketchGet(
   def this(sketch: Expression) = this(sketch, Literal(null, NullType))
 
   private def kGiven: Boolean = k.dataType != NullType
-  private lazy val drawn: Int = if (kGiven) SampleValues.kValue(k).toOption.get else 0
+  private lazy val drawn: Int = if (kGiven) RowValues.kValue(k).toOption.get else 0
 
   override def prettyName: String = WindowSampleSketchGet.Name
 
@@ -427,11 +427,11 @@ case class WindowSampleSketchGet(
 
   override protected def maker: String = WindowSampleSketchAgg.Name
 
-  override protected def read(bytes: Array[Byte]): SlidingSample = SampleValues.read(bytes, prettyName)
+  override protected def read(bytes: Array[Byte]): SlidingSample = RowValues.readSample(bytes, prettyName)
 
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(super.checkInputDataTypes(),
-      if (kGiven) SampleValues.kValue(k).left.getOrElse(TypeCheckSuccess) else TypeCheckSuccess)
+      if (kGiven) RowValues.kValue(k).left.getOrElse(TypeCheckSuccess) else TypeCheckSuccess)
       .find(_.isFailure).getOrElse(TypeCheckSuccess)
 
   override def dataType: DataType = ArrayType(StringType, containsNull = false)
@@ -447,7 +447,7 @@ case class WindowSampleSketchGet(
         }
         val (end, length) = window.getOrElse((s.now, s.window))
         val rows = if (s.hasTime) s.sampleAt(end, length, count) else Array.empty[SampledRow]
-        val text = new SampleValues.Text(SampleValues.typeOf(s.itemType))
+        val text = new RowValues.Text(RowValues.typeOf(s.itemType))
         new GenericArrayData(rows.flatMap(r => Array.fill(r.copies.toInt)(text(r.value))).toArray[Any])
     }
 

@@ -35,6 +35,7 @@ object FunctionRegistrations {
     registration[ApproxWindowStddevBounds](ApproxWindowStddevBounds.Name),
     registration[ApproxWindowTopK](ApproxWindowTopK.Name),
     registration[ApproxWindowSample](ApproxWindowSample.Name),
+    registration[ApproxWindowSeen](ApproxWindowSeen.Name),
     registration[WindowSketchAgg](WindowSketchAgg.Name),
     registration[WindowSketchMerge](WindowSketchMerge.Name),
     registration[WindowSketchEstimate](WindowSketchEstimate.Name),
@@ -54,7 +55,10 @@ object FunctionRegistrations {
     registration[WindowTopKSketchEstimate](WindowTopKSketchEstimate.Name),
     registration[WindowSampleSketchAgg](WindowSampleSketchAgg.Name),
     registration[WindowSampleSketchMerge](WindowSampleSketchMerge.Name),
-    registration[WindowSampleSketchGet](WindowSampleSketchGet.Name))
+    registration[WindowSampleSketchGet](WindowSampleSketchGet.Name),
+    registration[WindowFilterSketchAgg](WindowFilterSketchAgg.Name),
+    registration[WindowFilterSketchMerge](WindowFilterSketchMerge.Name),
+    registration[WindowFilterContains](WindowFilterContains.Name))
 
   /**
    * Adds every function to a running classic session's registry, under the name that

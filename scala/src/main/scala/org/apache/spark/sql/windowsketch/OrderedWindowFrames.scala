@@ -1,6 +1,6 @@
 package org.apache.spark.sql.windowsketch
 
-import org.apache.spark.sql.catalyst.expressions.{Ascending, CurrentRow, Expression,
+import org.apache.spark.sql.catalyst.expressions.{Ascending, CurrentRow, Expression, RowFrame,
   SpecifiedWindowFrame, UnboundedPreceding, WindowExpression, WindowSpecDefinition}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, AggregateFunction}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Window}
@@ -18,6 +18,12 @@ trait OrderedInputAggregate extends AggregateFunction {
 
   /** This aggregate with `orderedInput` set. */
   def withOrderedInput: AggregateFunction
+
+  /**
+   * True for an answer about the frame's last row (not its rows as a set): a RANGE frame
+   * is then run as ROWS, so each row of one `ts` gets its own answer.
+   */
+  def answersPerRow: Boolean = false
 }
 
 /**
@@ -33,7 +39,9 @@ object OrderedWindowFrames extends Rule[LogicalPlan] {
       case we @ WindowExpression(ae: AggregateExpression, spec: WindowSpecDefinition) =>
         ae.aggregateFunction match {
           case f: OrderedInputAggregate if !f.orderedInput && runsInTimeOrder(spec, f) =>
-            we.copy(windowFunction = ae.copy(aggregateFunction = f.withOrderedInput))
+            val frame = if (f.answersPerRow) spec.copy(frameSpecification =
+              SpecifiedWindowFrame(RowFrame, UnboundedPreceding, CurrentRow)) else spec
+            we.copy(windowFunction = ae.copy(aggregateFunction = f.withOrderedInput), windowSpec = frame)
           case _ => we
         }
     }

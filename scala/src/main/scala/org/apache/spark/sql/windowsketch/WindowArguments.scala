@@ -172,7 +172,8 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
     constantIn(rsd, "rsd", SlidingHyperLogLog.MinRsd, SlidingHyperLogLog.MaxRsd,
       s"[${SlidingHyperLogLog.MinRsd}, ${SlidingHyperLogLog.MaxRsd}]", upperIncluded = true)
 
-  private def constantIn(e: Expression, name: String, lowest: Double, upper: Double,
+  /** A numeric constant in [lowest, upper) (or [lowest, upper]), or why it is not one. */
+  def constantIn(e: Expression, name: String, lowest: Double, upper: Double,
       range: String, upperIncluded: Boolean): Either[TypeCheckResult, Double] = {
     if (!e.dataType.isInstanceOf[NumericType] && e.dataType != NullType) {
       return Left(typeCheckFailure(s"The ${toSQLId(name)} must be a numeric constant in $range, " +
