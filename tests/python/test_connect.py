@@ -145,6 +145,19 @@ SCRIPT = textwrap.dedent("""
                for r in samples), samples
     print("CONNECT SAMPLES OK", len(samples))
 
+    # Filters: pos % 4 recurs every 4 positions, inside a window of 6 and not of 4.
+    from windowsketch.functions import (approx_window_seen, window_filter_contains,
+                                        window_filter_sketch)
+    seen = df.select("pos", approx_window_seen(F.col("pos") % 4, "pos", 6).over(
+        Window.orderBy("pos")).alias("s6"), approx_window_seen(F.col("pos") % 4, "pos", 4).over(
+        Window.orderBy("pos")).alias("s4")).collect()
+    assert all(r.s6 == (r.pos >= 4) and r.s4 is False for r in seen), seen
+    filt = df.agg(window_filter_sketch("pos", "pos", 5).alias("f"))
+    answers = filt.select(window_filter_contains("f", 38), window_filter_contains("f", 30),
+                          window_filter_contains("f", 38, 40, 3)).collect()[0]
+    assert tuple(answers) == (True, False, True), answers
+    print("CONNECT FILTERS OK", len(seen))
+
     try:
         windowsketch.register(spark)
     except RuntimeError as e:

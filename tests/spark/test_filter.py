@@ -248,9 +248,13 @@ def test_sketch_columns_refuse_what_they_cannot_answer(spark):
                             "('a', 5L) AS t(x, ts)").first()[0])
     sample = bytes(spark.sql("SELECT window_sample_sketch(x, ts, 10, 2) FROM VALUES ('a', 5L) "
                              "AS t(x, ts)").first()[0])
+    n = bytes(spark.sql("SELECT window_filter_sketch(ts, ts, 10) FROM VALUES (5L) AS t(ts)")
+              .first()[0])
     cases = {
         f"window_filter_contains(X'{s.hex()}', 1)": "the sketch holds values of type string, but "
                                                     "`value` is of type int: cast it to string",
+        f"window_filter_contains(X'{n.hex()}', 1.5D)": "the sketch holds values of type bigint, "
+                                                       "but `value` is of type double",
         f"window_filter_contains(X'{s.hex()}', 'a', 5L)": "as_of (5) is earlier than the sketch's",
         f"window_filter_contains(X'{s.hex()}', 'a', 7L, 11L)": "is longer than the sketch's window",
         f"window_filter_contains(X'{sample.hex()}', 'a')":
@@ -267,6 +271,10 @@ def test_sketch_columns_refuse_what_they_cannot_answer(spark):
         assert f"{name}: " in str(e.value), (call, str(e.value)[:500])
     assert spark.sql(f"SELECT window_filter_contains(X'{s.hex()}', CAST(NULL AS STRING)), "
                      f"window_filter_contains(CAST(NULL AS BINARY), 'a')").first() == (None, None)
+    # A narrower number widens to the sketch's type: 5 (INT) and 5Y are the BIGINT 5.
+    assert spark.sql(f"SELECT window_filter_contains(X'{n.hex()}', 5), window_filter_contains("
+                     f"X'{n.hex()}', 5Y), window_filter_contains(X'{n.hex()}', 6)").first() == (
+        True, True, False)
 
 
 # Golden filter sketches (format kind 11), read on every line and by the Python reader

@@ -283,3 +283,46 @@ def test_sample(spark, api):
     for jcolumn, expression in cases:
         got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_sample")
         assert got == want and want, (expression, got, want)
+
+
+def test_filter(spark, api):
+    f, col, lit, select, _ = api
+    try:
+        from pyspark.sql.classic.column import Column
+    except ImportError:  # Spark 3.5: one Column class
+        from pyspark.sql.column import Column
+    from pyspark.sql import Window
+    table = spark.table("scala_api")
+    want = [r.r for r in spark.sql("SELECT approx_window_seen(q % 70, ts, 12, 0.001) OVER "
+                                   "(ORDER BY ts) AS r FROM scala_api").collect()]
+    assert True in want and False in want
+    q = col("q").mod(lit(70))
+    for jcolumn in (f.approx_window_seen(q, col("ts"), lit(12), lit(0.001)),
+                    f.approx_window_seen(q, col("ts"), lit(12))):
+        got = [r.r for r in table.select(Column(jcolumn).over(Window.orderBy("ts")).alias("r"))
+               .collect()]
+        assert got == want
+    assert [r.r for r in table.select(Column(f.approx_window_seen("q", "ts", 12, 0.001)).over(
+        Window.orderBy("ts")).alias("r")).collect()] == [False] * 40
+    sketch = spark.sql("SELECT window_filter_sketch(q, ts, 12, 0.001) AS s FROM scala_api")
+    sketch.createOrReplaceTempView("scala_api_filter")
+    for jcolumn in (f.window_filter_sketch(col("q"), col("ts"), lit(12), lit(0.001)),
+                    f.window_filter_sketch("q", "ts", 12, 0.001)):
+        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+    assert bytes(select(f.window_filter_sketch(col("q"), col("ts"), lit(12)))) == bytes(
+        sql(spark, "window_filter_sketch(q, ts, 12)"))
+    for jcolumn in (f.window_filter_sketch_merge(col("s")), f.window_filter_sketch_merge("s")):
+        assert bytes(select(jcolumn, sketch)) == bytes(
+            sql(spark, "window_filter_sketch_merge(s)", "scala_api_filter"))
+    s = col("s")
+    cases = [
+        (f.window_filter_contains(s, lit(400)), "window_filter_contains(s, 400L)", True),
+        (f.window_filter_contains(s, lit(300), lit(44)), "window_filter_contains(s, 300L, 44)", False),
+        (f.window_filter_contains(s, lit(400), lit(44), lit(6)),
+         "window_filter_contains(s, 400L, 44, 6)", True),
+        (f.window_filter_contains(s, lit(380), lit(44), lit(6)),
+         "window_filter_contains(s, 380L, 44, 6)", False),
+    ]
+    for jcolumn, expression, answer in cases:
+        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_filter")
+        assert got == want == answer, (expression, got, want)

@@ -3,8 +3,8 @@ package org.apache.spark.sql.windowsketch
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.TypeCheckSuccess
-import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription, Literal,
-  UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDescription,
+  Literal, UnsafeProjection}
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
@@ -352,8 +352,8 @@ object WindowFilterSketchMerge {
     Arguments:
       * sketch - BINARY, made by window_filter_sketch or window_filter_sketch_merge. NULL
           gives NULL.
-      * value - a value of the type the sketch's `x` had (cast it if it differs). NULL gives
-          NULL.
+      * value - a value of the type the sketch's `x` had; a narrower number is widened (an
+          INT asked of a BIGINT sketch), any other type is an error. NULL gives NULL.
       * as_of - where the window ends: a TIMESTAMP, TIMESTAMP_NTZ or DATE for sketches over
           time, an integral position for sketches over positions. It may not be earlier than
           the sketch's largest `ts`. NULL gives NULL; a bare NULL literal means the argument
@@ -367,8 +367,9 @@ object WindowFilterSketchMerge {
        true	true	true	false
   """,
   note = """
-    The value's type must be the sketch's value type: a sketch knows it only when its bytes
-    are read, so a different type is an error at run time, not a silent false.
+    The value's type must be the sketch's value type or a number that widens to it: a sketch
+    knows its type only when its bytes are read, so another type is an error at run time,
+    not a silent false.
   """,
   group = "misc_funcs",
   since = "0.1.0")
@@ -386,6 +387,9 @@ case class WindowFilterContains(
   def this(sketch: Expression, value: Expression) = this(sketch, value, Literal(null, NullType))
 
   @transient private lazy val encode = FilterValues.projection(value)
+  // A numeric value widened to a sketch's numeric type (an INT asked of a BIGINT sketch):
+  // the projection for the last type met, since the type is known only from the bytes.
+  @transient private var widened: (String, UnsafeProjection) = null
 
   override def prettyName: String = WindowFilterContains.Name
 
@@ -405,19 +409,29 @@ case class WindowFilterContains(
   override def dataType: DataType = BooleanType
 
   override def eval(input: InternalRow): Any = {
-    val row = encode(input)
-    if (row.isNullAt(0)) return null
+    if (value.eval(input) == null) return null
     sketchAndWindow(input) match {
       case null => null
       case (s, window) =>
-        if (value.dataType.catalogString != s.itemType) {
-          throw new IllegalArgumentException(
-            s"$prettyName: the sketch holds values of type ${s.itemType}, but `value` is of " +
-              s"type ${value.dataType.catalogString}: cast it to ${s.itemType}")
-        }
+        val row = encodeAs(s.itemType)(input)
         val (end, length) = window.getOrElse((s.now, s.window))
         s.hasTime && s.containsAt(s.fingerprint(row.getBytes), end, length)
     }
+  }
+
+  /** The projection giving `value`'s bytes as a value of the sketch's type, or the error. */
+  private def encodeAs(itemType: String): UnsafeProjection = {
+    if (value.dataType.catalogString == itemType) return encode
+    if (widened != null && widened._1 == itemType) return widened._2
+    val target = RowValues.typeOf(itemType)
+    val numeric = value.dataType.isInstanceOf[NumericType] && target.isInstanceOf[NumericType]
+    if (!numeric || !Cast.canUpCast(value.dataType, target)) {
+      throw new IllegalArgumentException(
+        s"$prettyName: the sketch holds values of type $itemType, but `value` is of type " +
+          s"${value.dataType.catalogString}: cast it to $itemType")
+    }
+    widened = (itemType, FilterValues.projection(Cast(value, target)))
+    widened._2
   }
 
   override def first: Expression = sketch
