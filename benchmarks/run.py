@@ -71,6 +71,9 @@ class Sizes:
     sample_state_rows: int   # rows of the sample sketch over a window of 10^9
     sample_group_rows: int
     sample_keys: list
+    filter_rows: int         # rows of the running frames of approx_window_seen
+    filter_window: int
+    filter_distinct: list    # distinct values of one window, for the filter's bytes
 
 
 QUICK = Sizes(core_rows=1_000_000, window_rows=40_000, windows=[10**3, 10**4],
@@ -87,7 +90,8 @@ QUICK = Sizes(core_rows=1_000_000, window_rows=40_000, windows=[10**3, 10**4],
               top_k_state_rows=20_000, percentile_state_rows=[10**5, 10**6],
               memory_rows=[10**3, 10**4], bounded_frame_rows=40_000, big_window_rows=100_000,
               sample_rows=20_000, sample_window=1_000, sample_sliding_rows=500,
-              sample_state_rows=20_000, sample_group_rows=40_000, sample_keys=[10**3])
+              sample_state_rows=20_000, sample_group_rows=40_000, sample_keys=[10**3],
+              filter_rows=200_000, filter_window=10_000, filter_distinct=[10**3, 10**4])
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
@@ -104,7 +108,8 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              memory_rows=[10**3, 10**4, 10**5, 10**6, 10**7], bounded_frame_rows=2_000_000,
              big_window_rows=30_000_000, sample_rows=1_000_000, sample_window=10_000,
              sample_sliding_rows=500, sample_state_rows=2_000_000, sample_group_rows=10_000_000,
-             sample_keys=[10**4, 10**6])
+             sample_keys=[10**4, 10**6], filter_rows=10_000_000, filter_window=100_000,
+             filter_distinct=[10**3, 10**4, 10**5, 10**6])
 
 
 @dataclass
@@ -699,6 +704,64 @@ def samples(spark, sizes, report):
         [(5, f"{rows:,}", held, f"{5 * (1 + math.log(rows / 5)):.0f}", f"{len(blob):,}")],
         "Distinct paths spread evenly over the window. The sketch holds the rows fewer than 5 "
         "later rows outrank: k (1 + ln(n / k)) in expectation (docs/sampling.md).")
+
+
+def filters(spark, sizes, report):
+    """Seen before in the window, per row of a running frame: approx_window_seen against the
+    exact query a user would write (the previous row of the same key and value by lag, a
+    second sort) and Spark's running count; then the filter sketch's bytes against the
+    distinct values of its window, at fpp 0.01 and 0.001."""
+    from windowsketch.sketch import WindowSketch
+
+    n, window = sizes.filter_rows, sizes.filter_window
+    # 4 keys; a user's next request 1 to ~2 windows later: about half the rows are seen.
+    spark.range(n).selectExpr("id % 4 AS k", "id DIV 4 AS ts",
+                              f"CAST(hash(id DIV 4) % {max(1, window // 2)} AS BIGINT) AS user") \
+        .createOrReplaceTempView("filter_requests")
+    queries = {
+        "approx_window_seen":
+            f"SELECT approx_window_seen(user, ts, {window}) OVER (PARTITION BY k ORDER BY ts) AS s "
+            "FROM filter_requests",
+        "exact: lag(ts) OVER (PARTITION BY k, user ORDER BY ts)":
+            f"SELECT coalesce(ts - lag(ts) OVER (PARTITION BY k, user ORDER BY ts) < {window}, "
+            "false) AS s FROM filter_requests",
+        "running count, the floor":
+            "SELECT count(user) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING) AS c "
+            "FROM filter_requests",
+    }
+    best = best_alternating(spark, queries, runs=2)
+    ours = best["approx_window_seen"].seconds
+    seen = spark.sql(f"SELECT count_if(s) AS seen FROM ({queries['approx_window_seen']})").first().seen
+    exact = spark.sql(f"SELECT count_if(s) AS seen FROM ({list(queries.values())[1]})").first().seen
+    report.add("filters", "rows seen: approx_window_seen - exact", "rows", seen - exact, "rows",
+               f"{n} rows")
+    lines = []
+    for name, m in best.items():
+        ns = m.seconds / n * 1e9
+        report.add("filters", name, "ns/row", ns, "ns/row", f"{n} rows, window {window}")
+        lines.append((name, shown_ns(ns), f"{m.seconds / ours:.2f}"))
+    report.table(
+        f"Seen before in running windows of {window:,} rows ({n:,} rows, 4 keys), cost per row",
+        ["query", "ns/row", "÷ approx_window_seen"], lines,
+        f"Best of two alternating runs. Rows seen: {seen:,} by approx_window_seen, {exact:,} "
+        "exactly (a difference would be false positives; at fpp 0.01 and this many values "
+        "none is expected). The exact query sorts the rows again by (key, value, ts).")
+    lines = []
+    for fpp in (0.01, 0.001):
+        for distinct in sizes.filter_distinct:
+            blob = bytes(spark.range(distinct).selectExpr("id AS ts", "id * 7919 AS user")
+                         .coalesce(1).selectExpr(f"window_filter_sketch(user, ts, {distinct}, {fpp}) AS f")
+                         .first().f)
+            assert len(WindowSketch.from_bytes(blob)) == distinct
+            report.add("filters", f"sketch bytes fpp={fpp}", f"bytes at {distinct} values",
+                       len(blob), "bytes")
+            lines.append((fpp, f"{distinct:,}", f"{len(blob):,}", f"{len(blob) / distinct:.2f}"))
+    report.table(
+        "Filter sketch bytes against the distinct values of its window",
+        ["fpp", "distinct values", "bytes", "bytes per value"], lines,
+        "One value a position over a window of as many positions: every value's fingerprint "
+        "(32 + ceil(log2(1 / fpp)) bits, written as steps between sorted fingerprints) and "
+        "its time (a step back from now).")
 
 
 def percentile_state(spark, sizes, report):
@@ -1522,7 +1585,8 @@ def plots(out, window_plot, state_plot):
 #: The report's sections in order: each a function of (spark, sizes, report[, workdir]),
 #: but scaling, which starts its own Spark processes.
 SECTIONS = ["core_throughput", "running_windows", "running_sums", "distinct_windows", "distinct_group_by",
-            "percentiles", "percentile_state", "moments", "top_k", "samples", "memory_per_group",
+            "percentiles", "percentile_state", "moments", "top_k", "samples", "filters",
+            "memory_per_group",
             "bounded_frames", "distinct_state", "group_by", "state_size", "accuracy",
             "streaming_state", "live_counts", "sketch_columns", "stored_sketches", "scaling",
             "big_window"]

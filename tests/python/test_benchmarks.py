@@ -27,6 +27,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Top-k sketch size at a window of 10^9 positions",
                     "Samples of 5 rows in running windows", "Samples of 5 rows in GROUP BY",
                     "Sample sketch size at a window of 10^9 positions",
+                    "Seen before in running windows", "Filter sketch bytes against the distinct",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
                     "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling",
@@ -38,7 +39,8 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
         "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
-        "percentiles", "percentile state", "moments", "top k", "samples", "memory per group",
+        "percentiles", "percentile state", "moments", "top k", "samples", "filters",
+        "memory per group",
         "bounded frames", "big window",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert [r for r in rows if not float(r["value"]) >= 0] == []
