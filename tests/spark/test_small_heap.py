@@ -1,5 +1,5 @@
 """Windows of millions of rows in a driver with a 512 MB heap, as a user meets them: the
-percentile, top-values and sample running frames and GROUP BY over 2·10^6 rows in two keys, one
+percentile, top-values, sample and filter running frames and GROUP BY over 2·10^6 rows in two keys, one
 window covering every row, complete, and their last answers hold their guarantees against
 exact ranks and exact counts. Top values are paths of about 500 characters: held row by row
 as the exact mode once held them, a key's window takes more than the heap (that build's
@@ -30,17 +30,19 @@ SCRIPT = textwrap.dedent("""
     window = 100_000_000  # every row
     # The last row of each key (k's times are k, k + 2, ...) in the running frame.
     last = spark.sql(f'''
-        SELECT k, p, t, s FROM (
+        SELECT k, p, t, s, seen FROM (
           SELECT k, ts,
                  approx_window_percentile(x, ts, {window}, array(0.5, 0.99)) OVER w AS p,
                  approx_window_top_k(path, ts, {window}, 3) OVER w AS t,
-                 approx_window_sample(path, ts, {window}, 3) OVER w AS s
+                 approx_window_sample(path, ts, {window}, 3) OVER w AS s,
+                 approx_window_seen(path, ts, {window}) OVER w AS seen
           FROM big WINDOW w AS (PARTITION BY k ORDER BY ts))
         WHERE ts >= {n - 2} ORDER BY k''').collect()
     grouped = spark.sql(f'''
         SELECT k, approx_window_percentile(x, ts, {window}, array(0.5, 0.99)) AS p,
                approx_window_top_k(path, ts, {window}, 3) AS t,
-               approx_window_sample(path, ts, {window}, 3) AS s
+               approx_window_sample(path, ts, {window}, 3) AS s,
+               window_filter_sketch(path, ts, {window}) AS f
         FROM big GROUP BY k ORDER BY k''').collect()
     per_key = n // 2
     answers = [(r.k, p, value) for rows in (last, grouped) for r in rows
@@ -67,6 +69,15 @@ SCRIPT = textwrap.dedent("""
     paths = {r.path for r in spark.sql("SELECT DISTINCT path FROM big").collect()}
     for a, b in zip(last, grouped):
         assert a.s == b.s and len(a.s) == 3 and set(a.s) <= paths, (a.s, b.s)
+    # The filter: a fingerprint per distinct path (about 500), not per row; each key's last
+    # path occurred before, and the key's sketch holds exactly its paths.
+    from windowsketch.sketch import WindowSketch
+    assert [r.seen for r in last] == [True, True]
+    for r in grouped:
+        key_paths = {p.path for p in spark.sql(f"SELECT DISTINCT path FROM big WHERE k = {r.k}").collect()}
+        f = WindowSketch.from_bytes(bytes(r.f))
+        assert len(f) == len(key_paths) < 600 and all(f.contains(p) for p in key_paths)
+        assert not any(f.contains(p + "-") for p in key_paths)
     print("BOUNDED OK", len(last), len(grouped))
     spark.stop()
 """)
