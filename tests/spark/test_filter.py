@@ -275,6 +275,11 @@ def test_sketch_columns_refuse_what_they_cannot_answer(spark):
         assert f"{name}: " in str(e.value), (call, str(e.value)[:500])
     assert spark.sql(f"SELECT window_filter_contains(X'{s.hex()}', CAST(NULL AS STRING)), "
                      f"window_filter_contains(CAST(NULL AS BINARY), 'a')").first() == (None, None)
+    # Rows asking different sketches in turn (the last one read is kept) each get their own.
+    pairs = spark.createDataFrame([(s, "a"), (other, "b"), (s, "b"), (other, "a"), (s, "c")],
+                                  "f BINARY, v STRING")
+    assert [r[0] for r in pairs.select(window_filter_contains("f", F.col("v"))).collect()] == [
+        True, False, True, True, False]
     # A narrower number widens to the sketch's type: 5 (INT) and 5Y are the BIGINT 5.
     assert spark.sql(f"SELECT window_filter_contains(X'{n.hex()}', 5), window_filter_contains("
                      f"X'{n.hex()}', 5Y), window_filter_contains(X'{n.hex()}', 6)").first() == (

@@ -397,7 +397,18 @@ case class WindowFilterContains(
 
   override protected def maker: String = WindowFilterSketchAgg.Name
 
-  override protected def read(bytes: Array[Byte]): SlidingFilter = FilterValues.read(bytes, prettyName)
+  // The last sketch read, with its bytes: a filter holds every distinct value of its
+  // window, so asking one sketch of many values (a join, a literal) reads it once, not per row.
+  @transient private var lastBytes: Array[Byte] = null
+  @transient private var lastSketch: SlidingFilter = null
+
+  override protected def read(bytes: Array[Byte]): SlidingFilter = {
+    if (lastBytes == null || !((lastBytes eq bytes) || java.util.Arrays.equals(lastBytes, bytes))) {
+      lastSketch = FilterValues.read(bytes, prettyName)
+      lastBytes = bytes.clone()
+    }
+    lastSketch
+  }
 
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(super.checkInputDataTypes(),
