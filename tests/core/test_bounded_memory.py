@@ -44,11 +44,11 @@ def test_exact_limits_are_the_documented_powers_of_two_capped(spark, eps):
     from windowsketch import _scala_object
     from windowsketch.sketch.percentile import _exact_limit
 
-    compact = _scala_object(spark, "windowsketch.core.CompactQuantiles")
+    compact = _scala_object(spark, "windowsketch.core.quantiles.CompactQuantiles")
     in_bytes = largest_power_of_two_at_most(64 / eps, 1 << 24)
     assert compact.exactLimit(eps) == _exact_limit(eps) == in_bytes
     assert compact.orderedExactLimit(eps) == largest_power_of_two_at_most(320 / eps, 1 << 16)
-    assert _scala_object(spark, "windowsketch.core.OrderedTopK").exactLimit(eps) == \
+    assert _scala_object(spark, "windowsketch.core.frequencies.OrderedTopK").exactLimit(eps) == \
         largest_power_of_two_at_most(8 / eps, 1 << 24)
     if eps <= 1e-7:
         assert in_bytes == 1 << 24

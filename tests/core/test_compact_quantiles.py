@@ -1,4 +1,4 @@
-"""The percentiles' compact mode (windowsketch.core.CompactQuantiles) against a brute-force
+"""The percentiles' compact mode (windowsketch.core.quantiles.CompactQuantiles) against a brute-force
 sort of every row's window (docs/percentiles.md, "Compact mode"): on every row of streams
 that stress the window edge, in time order and shuffled, and after merges of shuffled
 partials, the estimate is a value of the window whose rank is within eps n of p n and

@@ -180,7 +180,7 @@ def test_nodes_held_stay_within_the_bound_hash_aggregation_plans_with(
     order and shuffled, the nodes held (20 bytes each) stay within it."""
     from windowsketch import _scala_object
 
-    bound = _scala_object(spark, "windowsketch.core.DyadicWindowSketch").heldBytesBound(
+    bound = _scala_object(spark, "windowsketch.core.count.DyadicWindowSketch").heldBytesBound(
         window, float(eps))
     rng = np.random.default_rng(stable_seed(order, window, eps))
     ts, events = bursty_stream(rng, 6000, 40_000)

@@ -1,4 +1,4 @@
-"""The sliding HyperLogLog (windowsketch.core.SlidingHyperLogLog) against a HyperLogLog
+"""The sliding HyperLogLog (windowsketch.core.hll.SlidingHyperLogLog) against a HyperLogLog
 built from scratch over exactly each window's values: the registers must be equal, in any
 row order, after merges and through bytes."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The moments family's core (windowsketch.core.SlidingMoments) against exact rational
+"""The moments family's core (windowsketch.core.moments.SlidingMoments) against exact rational
 arithmetic over every row's window: the count, mean, variances and standard deviations
 inside their certified brackets, the estimates within the stated guarantee
 (docs/moments.md), constant windows at exactly 0, in time order, in any order, and after

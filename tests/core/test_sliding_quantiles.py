@@ -1,4 +1,4 @@
-"""The percentile family's core (windowsketch.core.SlidingQuantiles, exact mode) against a
+"""The percentile family's core (windowsketch.core.quantiles.SlidingQuantiles, exact mode) against a
 brute-force sort of every row's window: the count and every percentage's answer on every
 row, in time order and in any order, and after merges of shuffled partials
 (docs/percentiles.md)."""

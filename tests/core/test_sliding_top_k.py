@@ -1,4 +1,4 @@
-"""The top-k family's core (windowsketch.core.SlidingTopK, and OrderedTopK for running
+"""The top-k family's core (windowsketch.core.frequencies.SlidingTopK, and OrderedTopK for running
 frames) against exact counts of every row's window: each listed count inside its certified
 bounds, the bounds at most eps * n apart, every item that occurs more than eps * n times
 listed unless k items rank ahead of it, in time order, in any order and after merges of
@@ -86,7 +86,7 @@ def test_items_order_as_unsigned_bytes_a_prefix_first(spark):
     bytes: pairs of 0 to 20 bytes, mostly a shared prefix with one byte changed anywhere."""
     from windowsketch import _scala_object
 
-    items = _scala_object(spark, "windowsketch.core.ItemCounts")
+    items = _scala_object(spark, "windowsketch.core.frequencies.ItemCounts")
     rng = np.random.default_rng(29)
     for _ in range(600):
         a = bytes(rng.integers(0, 256, rng.integers(0, 21)).tolist())

@@ -118,7 +118,7 @@ def test_past_the_tables_keys_the_rest_sorts_and_every_key_answers_as_one_sketch
     from windowsketch import _scala_object
 
     window, eps = 10**6, 0.001  # the node cap: the largest bound, the fewest keys a task
-    bound = _scala_object(spark, "windowsketch.core.DyadicWindowSketch").heldBytesBound(window, eps)
+    bound = _scala_object(spark, "windowsketch.core.count.DyadicWindowSketch").heldBytesBound(window, eps)
     max_keys = _scala_object(
         spark, "org.apache.spark.sql.windowsketch.SketchHashAggregateExec").fallbackThreshold(bound, 128)
     n_keys = 3 * max_keys  # two tasks of input, each with ~1.5x the keys the table holds

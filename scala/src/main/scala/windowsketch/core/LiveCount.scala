@@ -1,5 +1,7 @@
 package windowsketch.core
 
+import windowsketch.core.count.ExponentialHistogram
+
 /**
  * What a live count is asked: the window, the tick spacing and eps, all in the units of
  * the time axis (positions, or microseconds with the Spark layer's inclusive window already

@@ -1,5 +1,12 @@
 package windowsketch.core
 
+import windowsketch.core.count.{ExponentialHistogram, OrderedSumHistogram}
+import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlidingTopK}
+import windowsketch.core.hll.SlidingHyperLogLog
+import windowsketch.core.moments.{OrderedMoments, WindowMoments}
+import windowsketch.core.quantiles.SlidingQuantiles
+import windowsketch.core.sampling.{SampledRow, SlidingSample}
+
 /**
  * One family's window inside a live window: fed in time order, read at each tick.
  * Inputs are longs in the family's encoding (see [[LiveAggregate]]).

@@ -1,6 +1,13 @@
 package windowsketch.core
 
 import java.nio.ByteBuffer
+import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram,
+  WindowCountSketch}
+import windowsketch.core.filter.SlidingFilter
+import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlidingTopK}
+import windowsketch.core.hll.SlidingHyperLogLog
+import windowsketch.core.moments.{MomentsWindow, OrderedMoments, SlidingMoments, WindowMoments}
+import windowsketch.core.quantiles.{CompactAnswer, CompactQuantiles, SlidingQuantiles}
 
 /**
  * Runs a whole stream through a histogram in one call and reports every row, for tests,

@@ -1,5 +1,14 @@
 package windowsketch.core
 
+import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, WindowCountSketch}
+import windowsketch.core.filter.SlidingFilter
+import windowsketch.core.frequencies.{ItemCounts, OrderedTopK, SlidingTopK, TopKNode}
+import windowsketch.core.hll.{DistinctPairs, SlidingHyperLogLog}
+import windowsketch.core.moments.{MomentNodes, SlidingMoments}
+import windowsketch.core.quantiles.{CompactQuantiles, QuantileNode, QuantileSummary,
+  SlidingQuantiles}
+import windowsketch.core.sampling.{SampledRow, SlidingSample}
+
 /**
  * The binary format of a sketch, documented in docs/format.md. Every read is validated:
  * bytes that are truncated, corrupted, foreign or of another version raise

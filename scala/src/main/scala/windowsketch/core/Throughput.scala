@@ -1,6 +1,12 @@
 package windowsketch.core
 
 import java.util.SplittableRandom
+import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram}
+import windowsketch.core.frequencies.{OrderedTopK, SlidingTopK}
+import windowsketch.core.hll.SlidingHyperLogLog
+import windowsketch.core.moments.{OrderedMoments, SlidingMoments}
+import windowsketch.core.quantiles.{CompactQuantiles, SlidingQuantiles}
+import windowsketch.core.sampling.SlidingSample
 
 /**
  * Timing loops for the benchmark harness (benchmarks/run.py): streams are generated in the

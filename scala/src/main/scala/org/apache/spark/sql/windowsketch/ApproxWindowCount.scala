@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescript
   GenericInternalRow, Literal}
 import org.apache.spark.sql.types.{DataType, LongType, StructField, StructType}
 
-import windowsketch.core.{ExponentialHistogram, OutOfOrderEventException, WindowCountSketch}
+import windowsketch.core.count.{ExponentialHistogram, OutOfOrderEventException, WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(

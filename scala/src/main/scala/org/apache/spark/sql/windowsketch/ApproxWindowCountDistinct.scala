@@ -10,7 +10,8 @@ import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.catalyst.util.HyperLogLogPlusPlusHelper
 import org.apache.spark.sql.types.{DataType, LongType}
 
-import windowsketch.core.{SketchFormat, SlidingHyperLogLog}
+import windowsketch.core.SketchFormat
+import windowsketch.core.hll.SlidingHyperLogLog
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(

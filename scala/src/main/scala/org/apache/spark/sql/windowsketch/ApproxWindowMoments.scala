@@ -13,8 +13,9 @@ import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowsketch.core.{CorruptSketchException, MomentsWindow, OrderedMoments,
-  OutOfOrderEventException, SketchFormat, SlidingMoments, WindowMoments}
+import windowsketch.core.{CorruptSketchException, SketchFormat}
+import windowsketch.core.count.OutOfOrderEventException
+import windowsketch.core.moments.{MomentsWindow, OrderedMoments, SlidingMoments, WindowMoments}
 
 /**
  * The statistics of the moments family, by the names Spark gives them: each answers

@@ -10,7 +10,8 @@ import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
 import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
 
-import windowsketch.core.{CompactQuantiles, SketchFormat, SlidingQuantiles}
+import windowsketch.core.SketchFormat
+import windowsketch.core.quantiles.{CompactQuantiles, SlidingQuantiles}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(

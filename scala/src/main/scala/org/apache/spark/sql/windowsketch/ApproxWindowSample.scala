@@ -11,7 +11,8 @@ import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowsketch.core.{CorruptSketchException, SampledRow, SketchFormat, SlidingSample}
+import windowsketch.core.{CorruptSketchException, SketchFormat}
+import windowsketch.core.sampling.{SampledRow, SlidingSample}
 
 /**
  * Values as samples and filters hold them: the bytes of Spark's binary row (UnsafeRow) of

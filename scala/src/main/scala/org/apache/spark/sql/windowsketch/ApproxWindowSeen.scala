@@ -10,7 +10,8 @@ import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.types._
 
-import windowsketch.core.{CorruptSketchException, SketchFormat, SlidingFilter}
+import windowsketch.core.{CorruptSketchException, SketchFormat}
+import windowsketch.core.filter.SlidingFilter
 
 /** What the filter family's functions share: fpp, fingerprints of values, reading sketches. */
 object FilterValues {

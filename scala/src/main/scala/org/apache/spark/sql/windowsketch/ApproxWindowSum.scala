@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescript
 import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types.{DataType, LongType, NullType}
 
-import windowsketch.core.{OrderedSumHistogram, WindowCountSketch}
+import windowsketch.core.count.{OrderedSumHistogram, WindowCountSketch}
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(

@@ -14,8 +14,9 @@ import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowsketch.core.{CorruptSketchException, ItemCount, OrderedTopK, OutOfOrderEventException,
-  SketchFormat, SlidingTopK, TopKWindow}
+import windowsketch.core.{CorruptSketchException, SketchFormat}
+import windowsketch.core.count.OutOfOrderEventException
+import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlidingTopK, TopKWindow}
 
 /**
  * Items as the top-k sketches hold them: a value of a supported type as canonical bytes

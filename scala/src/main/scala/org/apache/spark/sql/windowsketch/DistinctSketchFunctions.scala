@@ -4,7 +4,8 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription, Literal}
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
-import windowsketch.core.{SketchFormat, SlidingHyperLogLog}
+import windowsketch.core.SketchFormat
+import windowsketch.core.hll.SlidingHyperLogLog
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(

@@ -7,7 +7,8 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescript
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.types.{BinaryType, DataType, DoubleType, NullType}
 
-import windowsketch.core.{SketchFormat, SlidingQuantiles}
+import windowsketch.core.SketchFormat
+import windowsketch.core.quantiles.SlidingQuantiles
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(

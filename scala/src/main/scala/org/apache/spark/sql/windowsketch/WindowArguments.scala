@@ -9,7 +9,8 @@ import org.apache.spark.sql.errors.QueryErrorsBase
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
 
-import windowsketch.core.{ExponentialHistogram, SlidingHyperLogLog}
+import windowsketch.core.count.ExponentialHistogram
+import windowsketch.core.hll.SlidingHyperLogLog
 
 /**
  * The argument rules shared by the windowsketch aggregates (docs: semantics.md):

@@ -8,7 +8,8 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggreg
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.types.{BooleanType, DataType}
 
-import windowsketch.core.{DyadicWindowSketch, SketchFormat, WindowCountSketch}
+import windowsketch.core.SketchFormat
+import windowsketch.core.count.{DyadicWindowSketch, WindowCountSketch}
 
 /**
  * What the aggregates over `(v, ts, window [, eps])` share: the argument checks, reading

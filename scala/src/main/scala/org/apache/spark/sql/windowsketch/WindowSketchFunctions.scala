@@ -9,8 +9,10 @@ import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.trees.{TernaryLike, UnaryLike}
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
-import windowsketch.core.{CorruptSketchException, DyadicWindowSketch, SketchAxis, SketchFormat,
-  SlidingHyperLogLog, SlidingQuantiles, WindowCountSketch}
+import windowsketch.core.{CorruptSketchException, SketchAxis, SketchFormat}
+import windowsketch.core.count.{DyadicWindowSketch, WindowCountSketch}
+import windowsketch.core.hll.SlidingHyperLogLog
+import windowsketch.core.quantiles.SlidingQuantiles
 
 // scalastyle:off line.size.limit
 @ExpressionDescription(

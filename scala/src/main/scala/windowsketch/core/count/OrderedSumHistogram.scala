@@ -1,4 +1,5 @@
 package windowsketch.core
+package count
 
 /**
  * The sum of non-negative integers in the sliding window `(now - window, now]`, for rows that

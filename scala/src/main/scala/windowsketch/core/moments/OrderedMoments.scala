@@ -1,4 +1,7 @@
 package windowsketch.core
+package moments
+
+import windowsketch.core.count.{ExponentialHistogram, OutOfOrderEventException}
 
 /**
  * The moments of the sliding window `(now - window, now]` for rows in time order (running

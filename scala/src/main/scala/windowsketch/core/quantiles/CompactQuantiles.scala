@@ -1,6 +1,8 @@
 package windowsketch.core
+package quantiles
 
 import scala.collection.mutable.ArrayBuffer
+import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram}
 
 /**
  * A group of rows' values, compacted as a KLL sketch compacts them (Karnin, Lang and

@@ -1,4 +1,5 @@
 package windowsketch.core
+package filter
 
 /**
  * Has a value occurred in the sliding window `(now - window, now]`? Rows in any order,

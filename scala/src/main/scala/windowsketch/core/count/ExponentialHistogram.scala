@@ -1,4 +1,5 @@
 package windowsketch.core
+package count
 
 /**
  * The exponential histogram of Datar, Gionis, Indyk and Motwani, as in Meijer's

@@ -1,4 +1,7 @@
 package windowsketch.core
+package sampling
+
+import windowsketch.core.frequencies.ItemCounts
 
 /**
  * A row of a sample's window: its time, its value's bytes, its priority and how many rows

@@ -1,6 +1,9 @@
 package windowsketch.core
+package frequencies
 
 import scala.collection.mutable.ArrayBuffer
+import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OutOfOrderEventException}
+import windowsketch.core.quantiles.SlidingQuantiles
 
 /**
  * Item counts of a group of rows, some of them exact: items (their canonical bytes, sorted

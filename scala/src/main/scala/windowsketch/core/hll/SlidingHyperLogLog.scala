@@ -1,4 +1,5 @@
 package windowsketch.core
+package hll
 
 /**
  * Distinct values in the sliding window `(now - window, now]`: a HyperLogLog whose

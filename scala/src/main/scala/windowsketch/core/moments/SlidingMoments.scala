@@ -1,4 +1,7 @@
 package windowsketch.core
+package moments
+
+import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram}
 
 /**
  * The count, mean and M2 (the sum of squared deviations from the mean) of the values in

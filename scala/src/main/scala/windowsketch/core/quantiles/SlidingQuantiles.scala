@@ -1,4 +1,7 @@
 package windowsketch.core
+package quantiles
+
+import windowsketch.core.count.ExponentialHistogram
 
 /**
  * Percentiles of a sliding window (design and guarantees: docs/percentiles.md).
