@@ -76,3 +76,20 @@ def test_forged_and_damaged_bytes_are_refused_by_name():
         s.contains("5")
     with pytest.raises(TypeError, match="use contains"):
         s.estimate()
+
+
+def test_contains_column_on_lists_and_pandas():
+    from windowsketch.sketch import contains_column
+
+    blob = load("positions_merged")
+    s = WindowSketch.from_bytes(blob)
+    present = next(v for v in range(97) if s.contains(v))
+    blobs = [blob, None, blob]
+    assert contains_column(blobs, present) == [True, None, True]
+    assert contains_column(blobs, present, as_of=s.now + s.window) == [False, None, False]
+    pd = pytest.importorskip("pandas")
+    series = contains_column(pd.Series(blobs, index=[4, 5, 6]), present)
+    assert list(series.index) == [4, 5, 6] and series.dtype == "boolean"
+    assert series.tolist() == [True, pd.NA, True]
+    with pytest.raises(TypeError, match="a bigint value must be an int"):
+        contains_column(blobs, "7")

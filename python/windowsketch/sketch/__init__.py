@@ -20,7 +20,8 @@ as the ``*_estimate`` / ``*_bounds`` SQL functions with the same numbers, merges
     WindowSketch.from_bytes(users_blob).contains("ann")  # seen in a filter sketch's window?
 
 Column helpers (:func:`estimate_column`, :func:`bounds_column`, :func:`percentile_column`,
-:func:`moments_column`, :func:`sample_column`, :func:`merge_column`) answer for a whole
+:func:`moments_column`, :func:`sample_column`, :func:`contains_column`,
+:func:`merge_column`) answer for a whole
 pandas Series, pyarrow array or list of sketch bytes at once.
 
 One module per family (``count``, ``distinct``, ``percentile``, ``moments``, ``top_k``,
@@ -45,10 +46,10 @@ from windowsketch.sketch.percentile import Percentage, PercentileSketch
 from windowsketch.sketch.sample import SampleSketch
 from windowsketch.sketch.top_k import ItemCount, TopKSketch
 
-__all__ = ["CountSketch", "DistinctSketch", "FilterSketch", "InvalidSketchBytes", "ItemCount", "MomentsSketch",
-           "PercentileSketch", "SampleSketch", "TopKSketch", "WindowSketch", "bounds_column",
-           "estimate_column", "merge_column", "moments_column", "percentile_column",
-           "sample_column"]
+__all__ = ["CountSketch", "DistinctSketch", "FilterSketch", "InvalidSketchBytes", "ItemCount",
+           "MomentsSketch", "PercentileSketch", "SampleSketch", "TopKSketch", "WindowSketch",
+           "bounds_column", "contains_column", "estimate_column", "merge_column",
+           "moments_column", "percentile_column", "sample_column"]
 
 
 def _values(column: Any, arrow_type: str = "int64") -> tuple[list[Any], Rebuild]:
@@ -61,11 +62,11 @@ def _values(column: Any, arrow_type: str = "int64") -> tuple[list[Any], Rebuild]
         index = column.index
         values = [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
                   else v for v in column.tolist()]
-        dtype = "Int64" if arrow_type == "int64" else object
+        dtype = {"int64": "Int64", "bool": "boolean"}.get(arrow_type, object)
         return values, lambda answers: pd.Series(answers, index=index, dtype=dtype)
     if library == "pyarrow":
         pa = importlib.import_module("pyarrow")
-        types = {"int64": pa.int64(), "float64": pa.float64(),
+        types = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
                  "list<float64>": pa.list_(pa.float64())}
         if arrow_type == "inferred":  # lists of values of the sketches' own type
             return column.to_pylist(), lambda answers: pa.array(answers)
@@ -146,6 +147,17 @@ def sample_column(sketches: Any, k: int | None = None, as_of: AsOf | None = None
     values, rebuild = _values(sketches, "inferred")
     return rebuild([None if blob is None else
                     SampleSketch.from_bytes(blob).sample(k, as_of, sub_window)
+                    for blob in values])
+
+
+def contains_column(sketches: Any, value: Any, as_of: AsOf | None = None,
+                    sub_window: SubWindow | None = None) -> Any:
+    """:meth:`FilterSketch.contains` of one value in every filter sketch of a column at one
+    ``as_of``: booleans, None for a NULL sketch. Returns a pandas Series (nullable boolean)
+    on the same index, a pyarrow boolean array, or a list, like ``sketches``."""
+    values, rebuild = _values(sketches, "bool")
+    return rebuild([None if blob is None else
+                    FilterSketch.from_bytes(blob).contains(value, as_of, sub_window)
                     for blob in values])
 
 
