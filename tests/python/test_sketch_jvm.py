@@ -24,8 +24,9 @@ from pyspark.sql import functions as F
 
 from sketch_layout import compact_quantile_values, read_varint, sign, varint
 from windowsketch import _hllpp_tables
-from windowsketch.sketch import (CountSketch, DistinctSketch, InvalidSketchBytes, MomentsSketch,
-                                 PercentileSketch, TopKSketch, WindowSketch, merge_column)
+from windowsketch.sketch import (CountSketch, DistinctSketch, FilterSketch, InvalidSketchBytes,
+                                 MomentsSketch, PercentileSketch, TopKSketch, WindowSketch,
+                                 merge_column)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -506,7 +507,7 @@ def test_a_nan_with_its_sign_bit_set_ranks_as_in_sql(spark):
 
 def java_message(message: str) -> str:
     """A JVM message with its doubles written as Python writes them (1.0E-5 -> 1e-05)."""
-    return re.sub(r"(?<=eps=|rsd=)\S+|(?<=invalid invariant parameter )\S+|"
+    return re.sub(r"(?<=eps=|rsd=|fpp=)\S+|(?<=invalid invariant parameter )\S+|"
                   r"(?<=invalid collapse parameter )\S+",
                   lambda m: repr(float(m.group(0).rstrip(","))) +
                   ("," if m.group(0).endswith(",") else ""), message)
@@ -622,6 +623,8 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
         np.round(rng.normal(50, 10, 400), 1).astype(">f8").tobytes())
     top_k = sketches.replay.topKSketch(200, 0.3, False, longs(np.sort(rng.integers(0, 300, 400))),
                                        longs(rng.integers(0, 12, 400)))
+    filter_blob = bytes(spark.range(300).selectExpr("id % 97 AS x", "id * 3 AS ts").coalesce(1)
+                        .selectExpr("window_filter_sketch(x, ts, 400, 0.2)").first()[0])
     fmt = sketches.format
     counts = ("count", fmt.deserialize, fmt.serialize, CountSketch)
     # Each source is read back by its family's readers, which name a changed kind byte.
@@ -635,6 +638,7 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
                 fmt.serializeMoments, MomentsSketch),
                (bytes(fmt.serializeTopK(top_k)), "top_k", fmt.deserializeTopK, fmt.serializeTopK,
                 TopKSketch),
+               (filter_blob, "filter", fmt.deserializeFilter, fmt.serializeFilter, FilterSketch),
                *((percentile_blob(sketches, 65 + compact, 600 if compact else 150,
                                   0.2 if compact else 0.01), "percentile",
                   fmt.deserializeQuantiles, fmt.serializeQuantiles, PercentileSketch)
@@ -654,6 +658,7 @@ def test_damaged_bytes_with_a_matching_checksum_get_the_jvms_verdict(spark, sket
     for reader, blobs in damaged.items():
         # The JVM's verdicts in one call per reader; any exception but a refusal fails here.
         jvm_verdicts = sketches.verdicts(reader, [blob for blob, _ in blobs])
+        assert "read" in jvm_verdicts and len(set(jvm_verdicts)) > 3, (reader, set(jvm_verdicts))
         for (blob, (_, _, read, write, family)), verdict in zip(blobs, jvm_verdicts):
             if verdict != "read":
                 with pytest.raises(InvalidSketchBytes) as refused:

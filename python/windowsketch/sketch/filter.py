@@ -10,8 +10,9 @@ import struct
 from typing import Any, ClassVar
 
 from windowsketch.sketch._base import (_EPOCH, AsOf, InvalidSketchBytes, SubWindow,
-                                       WindowSketch, _mix64, _read_bytes, _Reader, _unsigned,
-                                       _write_bytes, _Writer, register_family, value_hash)
+                                       WindowSketch, _mix64, _read_bytes, _Reader, _signed,
+                                       _unsigned, _write_bytes, _Writer, register_family,
+                                       value_hash)
 
 _KIND_FILTER = 11
 _MIN_FPP = 1e-9
@@ -107,10 +108,11 @@ class FilterSketch(WindowSketch):
     (False, True)
     """
 
-    __slots__ = ("_item_type", "_bits", "_entries")
+    __slots__ = ("_item_type", "_bits", "_entries", "_read_entries")
     _item_type: str
     _bits: int
     _entries: dict[int, int]
+    _read_entries: list[tuple[int, int]]  # while reading: (fingerprint, time) as written
 
     _family: ClassVar[str] = "a filter sketch (window_filter_sketch)"
     _kind_names: ClassVar[dict[int, str]] = {_KIND_FILTER: "filter"}
@@ -125,9 +127,8 @@ class FilterSketch(WindowSketch):
         n = r.varint()
         if n < 0 or n > (r.end + 4) // 2:
             raise InvalidSketchBytes(f"invalid value count {n}")
-        if n > 0 and not self._has_time:
-            raise InvalidSketchBytes("values without a time")
-        entries: dict[int, int] = {}
+        # Read as the JVM reads them (64-bit sums), checked after the trailing bytes.
+        self._read_entries = []
         previous = 0
         for i in range(n):
             step = r.varint()
@@ -136,15 +137,24 @@ class FilterSketch(WindowSketch):
                 raise InvalidSketchBytes(f"fingerprint {i + 1} is out of order")
             if back < 0:
                 raise InvalidSketchBytes(f"value {i + 1} lies outside the window")
-            fp = previous + step
-            ts = self._now - back
-            if fp >> self._bits:
+            fp = _signed(previous + step)
+            self._read_entries.append((fp, _signed(self._now - back)))
+            previous = fp
+
+    def _validate(self) -> None:
+        entries, self._read_entries = self._read_entries, []
+        if not self._has_time and entries:
+            raise InvalidSketchBytes("values without a time")
+        held: dict[int, int] = {}
+        for i, (fp, ts) in enumerate(entries):
+            if fp < 0 or fp >> self._bits:
                 raise InvalidSketchBytes(f"fingerprint {i + 1} is out of range")
+            if i > 0 and fp <= entries[i - 1][0]:
+                raise InvalidSketchBytes("fingerprints out of order")
             if ts > self._now or not self._in_window(ts):
                 raise InvalidSketchBytes(f"value {i + 1} lies outside the window")
-            entries[fp] = ts
-            previous = fp
-        self._entries = entries
+            held[fp] = ts
+        self._entries = held
 
     @property
     def fpp(self) -> float:

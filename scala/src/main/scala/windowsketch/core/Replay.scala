@@ -141,6 +141,7 @@ object Replay {
       case "percentile" => SketchFormat.deserializeQuantiles
       case "moments" => SketchFormat.deserializeMoments
       case "top_k" => SketchFormat.deserializeTopK
+      case "filter" => SketchFormat.deserializeFilter
       case other => throw new IllegalArgumentException(s"no sketch reader for family $other")
     }
     verdictsOf(blobs, lengths, _.isInstanceOf[CorruptSketchException])(reader(_))
