@@ -1,6 +1,7 @@
 package windowsketch.core
 
 import java.nio.ByteBuffer
+
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram,
   WindowCountSketch}
 import windowsketch.core.filter.SlidingFilter

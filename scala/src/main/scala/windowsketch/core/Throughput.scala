@@ -1,6 +1,7 @@
 package windowsketch.core
 
 import java.util.SplittableRandom
+
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram}
 import windowsketch.core.frequencies.{OrderedTopK, SlidingTopK}
 import windowsketch.core.hll.SlidingHyperLogLog

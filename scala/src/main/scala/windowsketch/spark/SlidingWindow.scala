@@ -9,6 +9,7 @@ import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
 import org.apache.spark.sql.types._
 
 import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec, RowValues}
+
 import windowsketch.core._
 
 /**

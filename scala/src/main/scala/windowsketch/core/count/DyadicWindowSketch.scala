@@ -1,8 +1,6 @@
 package windowsketch.core
 package count
 
-import scala.collection.mutable.ArrayBuffer
-
 /**
  * The any-order, mergeable window count (design: shared/design/mergeable-sketch.md).
  *

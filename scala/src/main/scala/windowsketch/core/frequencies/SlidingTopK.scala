@@ -2,6 +2,7 @@ package windowsketch.core
 package frequencies
 
 import scala.collection.mutable.ArrayBuffer
+
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OutOfOrderEventException}
 import windowsketch.core.quantiles.SlidingQuantiles
 

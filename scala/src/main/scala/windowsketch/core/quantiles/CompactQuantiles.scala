@@ -2,6 +2,7 @@ package windowsketch.core
 package quantiles
 
 import scala.collection.mutable.ArrayBuffer
+
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram}
 
 /**
