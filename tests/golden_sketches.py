@@ -161,3 +161,32 @@ def golden_filter_probes(sketch) -> list:
     later = sketch.now + (datetime.timedelta(hours=6) if micro else 300)
     short = datetime.timedelta(hours=1) if micro else 50
     return [(v, w, s) for v in values for w, s in ((None, None), (later, None), (sketch.now, short))]
+
+
+def golden_item_view(spark, view: str) -> None:
+    """The golden rows with their items (golden_top_k_items) as a one-partition view `view`
+    of (key, pos, ts, x), `ts` 30 seconds a position: what the sample and filter golden
+    sketches are written from."""
+    keys, pos, _ = golden_rows()
+    items = golden_top_k_items(pos)
+    spark.createDataFrame(
+        [(int(k), int(p), datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=30 * int(p)), x)
+         for k, p, x in zip(keys, pos, items)],
+        "key INT, pos BIGINT, ts TIMESTAMP, x STRING").coalesce(1).createOrReplaceTempView(view)
+
+
+def rewrite_golden(directory: str, written: dict, answers, spark_version: str) -> None:
+    """Writes a family's golden sketches (name -> bytes) and their recorded answers
+    (`answers(bytes)`) to `directory`: what `python tests/spark/test_<family>.py` runs."""
+    import windowsketch
+
+    os.makedirs(directory, exist_ok=True)
+    for name, data in written.items():
+        with open(os.path.join(directory, f"{name}.bin"), "wb") as out:
+            out.write(data)
+    with open(os.path.join(directory, "answers.json"), "w") as out:
+        json.dump({"written_by": f"windowsketch {windowsketch.__version__} on Spark "
+                                 f"{spark_version}", "format_version": 1,
+                   "sketches": {name: answers(data) for name, data in sorted(written.items())}},
+                  out, indent=1)
+        out.write("\n")

@@ -18,12 +18,12 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conftest import error_condition, parameter_index, stable_seed
-from golden_sketches import GOLDEN, golden_filter_probes, golden_rows, golden_top_k_items
-from test_sample import KINDS, rows
+from conftest import parameter_index, stable_seed
+from golden_sketches import GOLDEN, golden_filter_probes, golden_item_view, rewrite_golden
+from test_sample import KINDS, check_refused, rows
 from windowsketch.functions import (approx_window_seen, window_filter_contains,
                                     window_filter_sketch, window_filter_sketch_merge)
-from windowsketch.sketch import FilterSketch, InvalidSketchBytes, WindowSketch, merge_column
+from windowsketch.sketch import FilterSketch, WindowSketch, merge_column
 from windowsketch.sketch.filter import fingerprint_bits
 
 WINDOW = 40
@@ -210,14 +210,6 @@ def test_memory_follows_the_distinct_values_of_the_window_not_its_rows(spark):
     assert len(WindowSketch.from_bytes(sliding)) == 1000
 
 
-def check_refused(spark, query, condition, parameters):
-    with pytest.raises(Exception) as e:
-        spark.sql(query).collect()
-    assert error_condition(e.value) == condition, str(e.value)
-    for p in parameters:
-        assert p in str(e.value), (p, str(e.value))
-
-
 @pytest.mark.parametrize("call, condition, parameters", [
     ("window_filter_sketch(x, ts, 10, 0.6)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", ["`fpp`", "0.5"]),
     ("window_filter_sketch(x, ts, 10, 0)", "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", ["`fpp`"]),
@@ -295,13 +287,7 @@ FILTER_GOLDEN = os.path.join(GOLDEN, "filter")
 def golden_filter_bytes(spark) -> dict[str, bytes]:
     """name -> bytes from the golden rows in one partition: strings over time, positions
     merged from two keys' partials at fpp 0.001, and an empty sketch."""
-    keys, pos, _ = golden_rows()
-    items = golden_top_k_items(pos)
-    df = spark.createDataFrame(
-        [(int(k), int(p), datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=30 * int(p)), x)
-         for k, p, x in zip(keys, pos, items)],
-        "key INT, pos BIGINT, ts TIMESTAMP, x STRING").coalesce(1)
-    df.createOrReplaceTempView("golden_filter_rows")
+    golden_item_view(spark, "golden_filter_rows")
 
     def one(query: str) -> bytes:
         return bytes(spark.sql(query).collect()[0][0])
@@ -350,12 +336,5 @@ if __name__ == "__main__":
     import windowsketch
 
     session = windowsketch.configure(SparkSession.builder.master("local[1]")).getOrCreate()
-    os.makedirs(FILTER_GOLDEN, exist_ok=True)
-    written_now = golden_filter_bytes(session)
-    for golden_name, golden_data in written_now.items():
-        with open(os.path.join(FILTER_GOLDEN, f"{golden_name}.bin"), "wb") as out:
-            out.write(golden_data)
-    with open(os.path.join(FILTER_GOLDEN, "answers.json"), "w") as out:
-        json.dump({"sketches": {n: golden_filter_answers(session, d)
-                                for n, d in written_now.items()}}, out, indent=1)
-        out.write("\n")
+    rewrite_golden(FILTER_GOLDEN, golden_filter_bytes(session),
+                   lambda data: golden_filter_answers(session, data), session.version)

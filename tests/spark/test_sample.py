@@ -17,7 +17,8 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from conftest import error_condition, parameter_index, stable_seed
-from golden_sketches import GOLDEN, golden_rows, golden_top_k_items
+from golden_sketches import (GOLDEN, golden_item_view, golden_rows, golden_top_k_items,
+                             rewrite_golden)
 from sample_reference import expected_sample, with_a_dominated_row
 from test_percentiles import FRAMES
 from windowsketch.functions import (approx_window_sample, window_sample_sketch,
@@ -300,13 +301,7 @@ SAMPLE_GOLDEN = os.path.join(GOLDEN, "sample")
 def golden_sample_bytes(spark) -> dict[str, bytes]:
     """name -> bytes, from the golden rows in one partition, in order: strings over time,
     positions merged from two keys' partials, whole rows as structs, and an empty sketch."""
-    keys, pos, _ = golden_rows()
-    items = golden_top_k_items(pos)
-    df = spark.createDataFrame(
-        [(int(k), int(p), datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=30 * int(p)), x)
-         for k, p, x in zip(keys, pos, items)],
-        "key INT, pos BIGINT, ts TIMESTAMP, x STRING").coalesce(1)
-    df.createOrReplaceTempView("golden_sample_rows")
+    golden_item_view(spark, "golden_sample_rows")
 
     def one(query: str) -> bytes:
         return bytes(spark.sql(query).collect()[0][0])
@@ -372,14 +367,5 @@ if __name__ == "__main__":
     import windowsketch
 
     session = windowsketch.configure(SparkSession.builder.master("local[1]")).getOrCreate()
-    os.makedirs(SAMPLE_GOLDEN, exist_ok=True)
-    written_now = golden_sample_bytes(session)
-    for golden_name, golden_data in written_now.items():
-        with open(os.path.join(SAMPLE_GOLDEN, f"{golden_name}.bin"), "wb") as out:
-            out.write(golden_data)
-    with open(os.path.join(SAMPLE_GOLDEN, "answers.json"), "w") as out:
-        json.dump({"written_by": f"windowsketch {windowsketch.__version__} on Spark "
-                                 f"{session.version}", "format_version": 1,
-                   "sketches": {name: golden_sample_answers(session, data)
-                                for name, data in sorted(written_now.items())}}, out, indent=1)
-        out.write("\n")
+    rewrite_golden(SAMPLE_GOLDEN, golden_sample_bytes(session),
+                   lambda data: golden_sample_answers(session, data), session.version)

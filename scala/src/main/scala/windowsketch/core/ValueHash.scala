@@ -8,24 +8,27 @@ package windowsketch.core
  */
 object ValueHash {
   /** Chains `value`'s words and length onto `start`. */
-  def chain(start: Long, value: Array[Byte]): Long = {
+  def chain(start: Long, value: Array[Byte]): Long = chain(start, value, 0, value.length)
+
+  /** [[chain]] of the `length` bytes of `bytes` from `from`. */
+  def chain(start: Long, bytes: Array[Byte], from: Int, length: Int): Long = {
     var h = start
-    val n = value.length
-    var i = 0
-    while (i + 8 <= n) {
+    val end = from + length
+    var i = from
+    while (i + 8 <= end) {
       var w = 0L
       var b = 7
-      while (b >= 0) { w = (w << 8) | (value(i + b) & 0xffL); b -= 1 }
+      while (b >= 0) { w = (w << 8) | (bytes(i + b) & 0xffL); b -= 1 }
       h = mix(h ^ w)
       i += 8
     }
-    if (i < n) {
+    if (i < end) {
       var w = 0L
-      var b = n - 1
-      while (b >= i) { w = (w << 8) | (value(b) & 0xffL); b -= 1 }
+      var b = end - 1
+      while (b >= i) { w = (w << 8) | (bytes(b) & 0xffL); b -= 1 }
       h = mix(h ^ w)
     }
-    mix(h ^ n)
+    mix(h ^ length)
   }
 
   /** SplitMix64's step: the golden-ratio increment, then its finalizer. */

@@ -6,7 +6,7 @@ package filter
  * filters mergeable (design, guarantee and proof: docs/filtering.md).
  *
  * Each value is held as its fingerprint, the top [[fingerprintBits]] bits of a 64-bit
- * hash of its bytes ([[SlidingFilter.fingerprint]]), with the latest time it occurred. A
+ * hash of its bytes ([[fingerprint]]), with the latest time it occurred. A
  * value of the window is always found (no false negatives, at any window edge: times are
  * exact); a value that is not there is found only if its fingerprint equals one of the d
  * distinct fingerprints of the window, probability at most d / 2^bits, which is at most
@@ -46,7 +46,11 @@ final class SlidingFilter(val window: Long, val fpp: Double) extends SketchAxis 
   def slots: Int = keys.length
 
   /** The fingerprint of a value's bytes. */
-  def fingerprint(value: Array[Byte]): Long = SlidingFilter.fingerprint(value, fingerprintBits)
+  def fingerprint(value: Array[Byte]): Long = fingerprint(value, 0, value.length)
+
+  /** The fingerprint of the value whose bytes are the `length` bytes of `bytes` from `from`. */
+  def fingerprint(bytes: Array[Byte], from: Int, length: Int): Long =
+    ValueHash.chain(SlidingFilter.HashStart, bytes, from, length) >>> (64 - fingerprintBits)
 
   /** Moves `now` forward without a value (a row whose value is NULL). */
   def advanceTo(ts: Long): Unit =
@@ -210,9 +214,8 @@ object SlidingFilter {
     32 + extra
   }
 
-  /** The top `bits` bits of the value's hash ([[ValueHash.chain]] from the filter's seed). */
-  def fingerprint(value: Array[Byte], bits: Int): Long =
-    ValueHash.chain(ValueHash.mix(Seed), value) >>> (64 - bits)
+  /** Where a fingerprint's hash ([[ValueHash.chain]]) starts: the filter's seed, mixed. */
+  private val HashStart = ValueHash.mix(Seed)
 
   // Fingerprints are a hash's top bits: their low bits are as uniform as any.
   private def slotOf(fp: Long): Int = (fp ^ (fp >>> 29)).toInt

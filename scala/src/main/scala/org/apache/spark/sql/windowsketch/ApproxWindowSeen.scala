@@ -4,11 +4,12 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.TypeCheckSuccess
 import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionDescription,
-  Literal, UnsafeProjection}
+  Literal, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.trees.QuaternaryLike
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
 
 import windowsketch.core.{CorruptSketchException, SketchFormat}
 import windowsketch.core.filter.SlidingFilter
@@ -30,6 +31,16 @@ object FilterValues {
    */
   def projection(x: Expression): UnsafeProjection =
     UnsafeProjection.create(Seq(NormalizeFloatingNumbers.normalize(x)))
+
+  /**
+   * The fingerprint of a projected value's binary row, hashed where the projection wrote
+   * it: a per-row copy of its bytes (`getBytes`) would cost more than the hash.
+   */
+  def fingerprint(filter: SlidingFilter, row: UnsafeRow): Long = row.getBaseObject match {
+    case bytes: Array[Byte] =>
+      filter.fingerprint(bytes, (row.getBaseOffset - Platform.BYTE_ARRAY_OFFSET).toInt, row.getSizeInBytes)
+    case _ => filter.fingerprint(row.getBytes)
+  }
 
   /** Reads a stored filter sketch, naming `function` in every error. */
   def read(bytes: Array[Byte], function: String): SlidingFilter =
@@ -72,16 +83,21 @@ abstract class FilterAggregate[B <: AnyRef] extends TypedImperativeAggregate[B] 
     s
   }
 
-  /** The row's time, or None for a NULL `ts` (the row is ignored). */
-  protected def timeOf(input: InternalRow): Option[Long] = {
+  /**
+   * Feeds one row to `filter`: a NULL `ts` is ignored, a NULL `x` only moves time. With
+   * `answer`, returns whether the value occurred before it in the window (1 or 0; -1 for
+   * a NULL `x` or `ts`), else records it and returns -1.
+   */
+  protected def feed(filter: SlidingFilter, input: InternalRow, answer: Boolean): Int = {
     val time = ts.eval(input)
-    if (time == null) None else Some(WindowArguments.timeOf(time, tsType))
-  }
-
-  /** The row's fingerprint, or -1 for a NULL `x`. */
-  protected def fingerprintOf(input: InternalRow, filter: SlidingFilter): Long = {
+    if (time == null) return -1
+    val t = WindowArguments.timeOf(time, tsType)
     val row = encode(input)
-    if (row.isNullAt(0)) -1L else filter.fingerprint(row.getBytes)
+    if (row.isNullAt(0)) { filter.advanceTo(t); return -1 }
+    val fp = FilterValues.fingerprint(filter, row)
+    if (!answer) { filter.add(t, fp); -1 }
+    else if (filter.seenThenAdd(t, fp)) 1
+    else 0
   }
 
   override def children: Seq[Expression] = Seq(x, ts, window, fpp)
@@ -169,10 +185,9 @@ case class ApproxWindowSeen(
   }
 
   override def update(buffer: SeenRows, input: InternalRow): SeenRows = {
-    buffer.answer = null
-    timeOf(input).foreach { t =>
-      val fp = fingerprintOf(input, buffer.filter)
-      if (fp < 0) buffer.filter.advanceTo(t) else buffer.answer = buffer.filter.seenThenAdd(t, fp)
+    buffer.answer = feed(buffer.filter, input, answer = true) match {
+      case -1 => null
+      case seen => seen == 1
     }
     buffer
   }
@@ -249,10 +264,7 @@ case class WindowFilterSketchAgg(
   override def createAggregationBuffer(): SlidingFilter = newFilter()
 
   override def update(buffer: SlidingFilter, input: InternalRow): SlidingFilter = {
-    timeOf(input).foreach { t =>
-      val fp = fingerprintOf(input, buffer)
-      if (fp < 0) buffer.advanceTo(t) else buffer.add(t, fp)
-    }
+    feed(buffer, input, answer = false)
     buffer
   }
 
@@ -427,7 +439,7 @@ case class WindowFilterContains(
       case (s, window) =>
         val row = encodeAs(s.itemType)(input)
         val (end, length) = window.getOrElse((s.now, s.window))
-        s.hasTime && s.containsAt(s.fingerprint(row.getBytes), end, length)
+        s.hasTime && s.containsAt(FilterValues.fingerprint(s, row), end, length)
     }
   }
 
