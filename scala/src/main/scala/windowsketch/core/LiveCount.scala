@@ -135,14 +135,8 @@ object LiveCount {
     } else fromOwnLayout(spec, bytes)
 
   private def fromOwnLayout(spec: LiveCountSpec, bytes: Array[Byte]): LiveCount = {
-    if (bytes.length < 4) throw new CorruptSketchException("truncated live count state")
+    val in = ByteReader.checked(bytes, "live count state")
     val body = bytes.length - 4
-    val crc = new java.util.zip.CRC32()
-    crc.update(bytes, 0, body)
-    val stored = ((bytes(body) & 0xFFL) << 24) | ((bytes(body + 1) & 0xFFL) << 16) |
-      ((bytes(body + 2) & 0xFFL) << 8) | (bytes(body + 3) & 0xFFL)
-    if (stored != crc.getValue) throw new CorruptSketchException("live count state checksum mismatch")
-    val in = new ByteReader(bytes, body)
     val version = in.byte()
     if (version != 1 && version != Version) {
       throw new CorruptSketchException(s"unknown live count state version $version")

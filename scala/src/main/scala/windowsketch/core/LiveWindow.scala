@@ -544,14 +544,8 @@ object LiveWindow {
    */
   def fromBytes(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate],
       bytes: Array[Byte]): LiveWindow = {
-    if (bytes.length < 4) throw new CorruptSketchException("truncated live window state")
+    val in = ByteReader.checked(bytes, "live window state")
     val body = bytes.length - 4
-    val crc = new java.util.zip.CRC32()
-    crc.update(bytes, 0, body)
-    val stored = ((bytes(body) & 0xFFL) << 24) | ((bytes(body + 1) & 0xFFL) << 16) |
-      ((bytes(body + 2) & 0xFFL) << 8) | (bytes(body + 3) & 0xFFL)
-    if (stored != crc.getValue) throw new CorruptSketchException("live window state checksum mismatch")
-    val in = new ByteReader(bytes, body)
     if (in.byte() != Magic) throw new CorruptSketchException("not a live window state")
     val version = in.byte()
     if (version < 1 || version > Version) {

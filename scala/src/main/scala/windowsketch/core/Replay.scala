@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram,
   WindowCountSketch}
-import windowsketch.core.filter.SlidingFilter
+import windowsketch.core.filter.{DeduplicationState, SlidingFilter}
 import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlidingTopK}
 import windowsketch.core.hll.SlidingHyperLogLog
 import windowsketch.core.moments.{MomentsWindow, OrderedMoments, SlidingMoments, WindowMoments}
@@ -164,6 +164,16 @@ object Replay {
     verdictsOf(states, lengths, _.isInstanceOf[IllegalArgumentException])(
       liveWindowState(window, every, aggregates, _, inputs, upTo))
 
+  /**
+   * Resumes a de-duplication bucket from each of `states` and offers it `hashes` (at time
+   * `ts`, then the watermark at `upTo`): per state "read" or the refusal's message.
+   */
+  def deduplicationVerdicts(window: Long, fpp: Double, states: Array[Byte], lengths: Array[Byte],
+      ts: Long, hashes: Array[Byte], upTo: Long): String =
+    verdictsOf(states, lengths, _.isInstanceOf[IllegalArgumentException]) { bytes =>
+      deduplicate(window, fpp, bytes, longs(hashes).map(_ => ts), hashes, Array(hashes.length / 8L), Array(upTo))
+    }
+
   private def verdictsOf(blobs: Array[Byte], lengths: Array[Byte], refusal: Throwable => Boolean)(
       read: Array[Byte] => Any): String = {
     val sizes = ByteBuffer.wrap(lengths)
@@ -178,6 +188,46 @@ object Replay {
       from = until
     }
     out.toString
+  }
+
+  /**
+   * A de-duplication bucket driven as `drop_duplicates_within` drives it: from `state` (no
+   * bytes: a new one), batch `b` is the rows up to `ends(b)` (times and 64-bit hashes, in
+   * the order given), each offered, then the watermark moves to `upTo(b)` and the state
+   * goes through its bytes. Returns per row 1 if delivered, else 0, then per batch the
+   * values held and the state's bytes, then the final state's bytes (longs, then bytes).
+   */
+  def deduplicate(window: Long, fpp: Double, state: Array[Byte], timestamps: Array[Byte],
+      hashes: Array[Byte], ends: Array[Byte], upTo: Array[Byte]): Array[Byte] =
+    deduplicate(window, fpp, state, longs(timestamps), hashes, longs(ends), longs(upTo))
+
+  private def deduplicate(window: Long, fpp: Double, state: Array[Byte], ts: Array[Long],
+      hashBytes: Array[Byte], ends: Array[Long], upTo: Array[Long]): Array[Byte] = {
+    val hashes = longs(hashBytes)
+    var s = if (state.isEmpty) new DeduplicationState(window, fpp)
+      else DeduplicationState.fromBytes(window, fpp, state)
+    val out = ByteBuffer.allocate(8 * (ts.length + 2 * ends.length))
+    val perBatch = out.duplicate()
+    perBatch.position(8 * ts.length)
+    var bytes = s.toBytes
+    var from = 0
+    ends.indices.foreach { b =>
+      while (from < ends(b)) {
+        out.putLong(if (s.offer(ts(from), s.fingerprint(hashes(from)))) 1L else 0L)
+        from += 1
+      }
+      s.forgetUpTo(upTo(b))
+      bytes = s.toBytes
+      perBatch.putLong(s.size).putLong(bytes.length)
+      s = DeduplicationState.fromBytes(window, fpp, bytes)
+    }
+    out.array() ++ bytes
+  }
+
+  private def longs(bytes: Array[Byte]): Array[Long] = {
+    val out = new Array[Long](bytes.length / 8)
+    ByteBuffer.wrap(bytes).asLongBuffer().get(out)
+    out
   }
 
   /** Compresses `sketch` and checks its invariant: null if it holds, else the problem. */

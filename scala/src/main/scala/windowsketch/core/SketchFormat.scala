@@ -1177,6 +1177,23 @@ private[core] object ByteWriter {
   def varintLength(v: Long): Int = (64 - java.lang.Long.numberOfLeadingZeros(v | 1) + 6) / 7
 }
 
+private[core] object ByteReader {
+  /**
+   * A reader of `bytes` but their last four, a CRC-32 of the rest ([[ByteWriter.checksum]]):
+   * bytes too short or failing it raise [[CorruptSketchException]] naming `what`.
+   */
+  def checked(bytes: Array[Byte], what: String): ByteReader = {
+    if (bytes.length < 4) throw new CorruptSketchException(s"truncated $what")
+    val body = bytes.length - 4
+    val crc = new java.util.zip.CRC32()
+    crc.update(bytes, 0, body)
+    val stored = ((bytes(body) & 0xFFL) << 24) | ((bytes(body + 1) & 0xFFL) << 16) |
+      ((bytes(body + 2) & 0xFFL) << 8) | (bytes(body + 3) & 0xFFL)
+    if (stored != crc.getValue) throw new CorruptSketchException(s"$what checksum mismatch")
+    new ByteReader(bytes, body)
+  }
+}
+
 /** Reads `bytes` up to `end`. */
 private[core] final class ByteReader(bytes: Array[Byte], end: Int) {
   private[this] var pos = 0

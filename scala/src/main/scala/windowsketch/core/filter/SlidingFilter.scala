@@ -32,18 +32,14 @@ final class SlidingFilter(val window: Long, val fpp: Double) extends SketchAxis 
   private var seenAny = false
   private var nowTs = 0L
 
-  // Open addressing with linear probing: keys(i) is a fingerprint plus one (0: a free
-  // slot; a fingerprint has at most 62 bits), times(i) its latest time. Entries that left
-  // the window stay until a rebuild, which keeps only the window's.
-  private var keys = new Array[Long](SlidingFilter.MinSlots)
-  private var times = new Array[Long](SlidingFilter.MinSlots)
-  private var used = 0
+  // Entries that left the window stay until a rebuild, which keeps only the window's.
+  private val table = new FingerprintTable(inWindow)
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
 
   /** Slots of the table: the filter's memory is 16 bytes each. */
-  def slots: Int = keys.length
+  def slots: Int = table.slots
 
   /** The fingerprint of a value's bytes. */
   def fingerprint(value: Array[Byte]): Long = fingerprint(value, 0, value.length)
@@ -59,7 +55,7 @@ final class SlidingFilter(val window: Long, val fpp: Double) extends SketchAxis 
   /** Records that a value of fingerprint `fp` occurred at `ts` (any order). */
   def add(ts: Long, fp: Long): Unit = {
     advanceTo(ts)
-    if (inWindow(ts)) put(fp, ts)
+    if (inWindow(ts)) table.put(fp, ts)
   }
 
   /**
@@ -69,7 +65,7 @@ final class SlidingFilter(val window: Long, val fpp: Double) extends SketchAxis 
   def seenThenAdd(ts: Long, fp: Long): Boolean = {
     advanceTo(ts)
     val seen = containsAt(fp, nowTs, window)
-    if (inWindow(ts)) put(fp, ts)
+    if (inWindow(ts)) table.put(fp, ts)
     seen
   }
 
@@ -81,8 +77,8 @@ final class SlidingFilter(val window: Long, val fpp: Double) extends SketchAxis 
   def containsAt(fp: Long, end: Long, length: Long): Boolean = {
     require(length > 0 && length <= window, s"sub-window $length must be in [1, $window]")
     require(!seenAny || end >= nowTs, s"the window must end at or after now ($nowTs), not $end")
-    val i = find(fp)
-    i >= 0 && java.lang.Long.compareUnsigned(end - times(i), length) < 0
+    val latest = table.latest(fp)
+    latest != Long.MinValue && java.lang.Long.compareUnsigned(end - latest, length) < 0
   }
 
   def merge(other: SlidingFilter): Unit = {
@@ -95,36 +91,16 @@ final class SlidingFilter(val window: Long, val fpp: Double) extends SketchAxis 
           (if (other.microsecondTime != microsecondTime) " on different time axes" else ""))
     }
     if (other.seenAny) advanceTo(other.nowTs)
-    var i = 0
-    while (i < other.keys.length) {
-      if (other.keys(i) != 0 && inWindow(other.times(i))) put(other.keys(i) - 1, other.times(i))
-      i += 1
-    }
+    other.table.foreachKept((fp, ts) => if (inWindow(ts)) table.put(fp, ts))
   }
 
   private def describeType(t: String): String = if (t.isEmpty) "unknown" else t
 
   /** The window's fingerprints ascending, with their latest times: what the format writes. */
-  def entries: (Array[Long], Array[Long]) = {
-    val order = new Array[Long](used)
-    var n = 0
-    var i = 0
-    while (i < keys.length) {
-      if (keys(i) != 0 && inWindow(times(i))) { order(n) = keys(i) - 1; n += 1 }
-      i += 1
-    }
-    val fps = java.util.Arrays.copyOf(order, n)
-    java.util.Arrays.sort(fps)
-    (fps, fps.map(fp => times(find(fp))))
-  }
+  def entries: (Array[Long], Array[Long]) = table.sortedKept
 
   /** Distinct fingerprints of the window. */
-  def distinct: Int = {
-    var n = 0
-    var i = 0
-    while (i < keys.length) { if (keys(i) != 0 && inWindow(times(i))) n += 1; i += 1 }
-    n
-  }
+  def distinct: Int = table.keptCount
 
   /**
    * Restores a filter from its format: `now`, then fingerprints strictly ascending, each
@@ -139,55 +115,10 @@ final class SlidingFilter(val window: Long, val fpp: Double) extends SketchAxis 
       if (fps(i) < 0 || (fps(i) >>> fingerprintBits) != 0) return Some(s"fingerprint ${i + 1} is out of range")
       if (i > 0 && fps(i) <= fps(i - 1)) return Some("fingerprints out of order")
       if (ts(i) > nowTs || !inWindow(ts(i))) return Some(s"value ${i + 1} lies outside the window")
-      put(fps(i), ts(i))
+      table.put(fps(i), ts(i))
       i += 1
     }
     None
-  }
-
-  private def find(fp: Long): Int = {
-    val key = fp + 1
-    val mask = keys.length - 1
-    var i = SlidingFilter.slotOf(fp) & mask
-    while (keys(i) != 0) {
-      if (keys(i) == key) return i
-      i = (i + 1) & mask
-    }
-    -1
-  }
-
-  private def put(fp: Long, ts: Long): Unit = {
-    val key = fp + 1
-    val mask = keys.length - 1
-    var i = SlidingFilter.slotOf(fp) & mask
-    while (keys(i) != 0) {
-      if (keys(i) == key) { if (ts > times(i)) times(i) = ts; return }
-      i = (i + 1) & mask
-    }
-    keys(i) = key
-    times(i) = ts
-    used += 1
-    // At three quarters full, rebuild with the window's entries at most three eighths full:
-    // a rebuild drops what left the window, and the slots follow the window's values.
-    if (4L * used > 3L * keys.length) rebuild()
-  }
-
-  private def rebuild(): Unit = {
-    val oldKeys = keys
-    val oldTimes = times
-    var live = 0
-    var i = 0
-    while (i < oldKeys.length) { if (oldKeys(i) != 0 && inWindow(oldTimes(i))) live += 1; i += 1 }
-    var size = SlidingFilter.MinSlots
-    while (3L * size < 8L * live) size <<= 1
-    keys = new Array[Long](size)
-    times = new Array[Long](size)
-    used = 0
-    i = 0
-    while (i < oldKeys.length) {
-      if (oldKeys(i) != 0 && inWindow(oldTimes(i))) put(oldKeys(i) - 1, oldTimes(i))
-      i += 1
-    }
   }
 
   private def inWindow(ts: Long): Boolean =
@@ -198,8 +129,6 @@ object SlidingFilter {
   /** The fpp range: past 1/2 a filter answers little; below 2^-30 fingerprints pass 62 bits. */
   val MinFpp: Double = 1e-9
   val MaxFpp: Double = 0.5
-
-  private val MinSlots = 16
 
   /** Seeds the fingerprints' hash, apart from the sample's priorities. */
   private val Seed = 0x7365656E66696C74L // "seenfilt"
@@ -216,7 +145,4 @@ object SlidingFilter {
 
   /** Where a fingerprint's hash ([[ValueHash.chain]]) starts: the filter's seed, mixed. */
   private val HashStart = ValueHash.mix(Seed)
-
-  // Fingerprints are a hash's top bits: their low bits are as uniform as any.
-  private def slotOf(fp: Long): Int = (fp ^ (fp >>> 29)).toInt
 }
