@@ -1,11 +1,13 @@
 """Live sliding windows on Structured Streaming: :func:`sliding_window` (several
 aggregates per key: counts, sums, distinct counts, percentiles, moments, top values,
-samples) and :func:`sliding_counts` (counts with alerts).
+samples), :func:`sliding_counts` (counts with alerts) and :func:`drop_duplicates_within`
+(de-duplication over a sliding window with bounded state).
 
 The operators run in the JVM (``flatMapGroupsWithState`` with event-time timeouts, each
-family's in-order structure per key); Python only builds the query, so no Python code runs
-per event. They need a classic SparkSession: a Spark Connect client cannot reach a Scala
-operator.
+family's structure per key or bucket); Python only builds the query, so no Python code runs
+per event. A Spark 4 Connect client reaches them through windowsketch's relation plugin
+(``windowsketch.configure`` enables it on the server); on Spark 3.5 they need a classic
+SparkSession.
 """
 from __future__ import annotations
 
@@ -20,12 +22,16 @@ from windowsketch import _require_built_line, _scala_object
 from windowsketch import live
 from windowsketch.live import LiveAggregate, _threshold
 
-__all__ = ["sliding_counts", "sliding_window"]
+__all__ = ["drop_duplicates_within", "sliding_counts", "sliding_window"]
 
 _OPERATOR_CLASS = "windowsketch.spark.SlidingCounts"
 _WINDOW_OPERATOR_CLASS = "windowsketch.spark.SlidingWindow"
+_DEDUPLICATION_CLASS = "windowsketch.spark.DropDuplicatesWithin"
 _INPUT_COLUMN = "__windowsketch_input_{}"
-_CONNECT_TYPE_URL = "type.googleapis.com/windowsketch.SlidingWindow"
+# The relation plugin's type URL for each operator (SlidingWindowRelationPlugin.Operators).
+_CONNECT_TYPE_URLS = {"sliding_window": "type.googleapis.com/windowsketch.SlidingWindow",
+                      "drop_duplicates_within":
+                          "type.googleapis.com/windowsketch.DropDuplicatesWithin"}
 _EVENT_COLUMN = "__windowsketch_is_event"
 Span = Union[int, datetime.timedelta, str]
 
@@ -192,20 +198,93 @@ def sliding_window(
                        "every": _span(every, "every"),
                        "lateness": None if lateness is None else str(lateness),
                        "aggregates": specs})
+    return _final_rows(_run_operator(events, spec, "sliding_window", _WINDOW_OPERATOR_CLASS),
+                       "sliding_window")
+
+
+def drop_duplicates_within(
+    events: DataFrame,
+    columns: Union[str, Sequence[str]],
+    ts: str,
+    window: Span,
+    fpp: float = 0.01,
+    lateness: Optional[int] = None,
+) -> DataFrame:
+    """The stream's rows but duplicates within a sliding window, with state bounded by a filter.
+
+    A row is delivered unless a row with the same values of ``columns`` was delivered
+    within ``window`` of its time: at most ``window`` before it, or after it when rows arrive
+    out of order (``[t - window, t + window]`` for a TIMESTAMP ``ts``; fewer than ``window``
+    positions apart for an integral one). So no two delivered rows of a value lie within one
+    window of each other, and a value that keeps coming is delivered again once a window has
+    passed since its last delivered row, as Spark's ``dropDuplicatesWithinWatermark`` does
+    with its watermark delay. Rows are delivered as their micro-batch runs, earliest first
+    within it; one that arrives after a later row of its value was delivered is dropped.
+    Rows at or before the watermark are dropped as late, as Spark drops them.
+
+    No duplicate is ever delivered. A new value is wrongly dropped when its fingerprint
+    matches one of the values delivered within a window of it: probability at most ``fpp``
+    while that is up to 2^32 values. The state is fingerprints of ``32 + ceil(log2(1/fpp))``
+    bits with their last delivered times, in 1,024 state rows: about 7–10 bytes a value
+    delivered within a window of the watermark, where Spark's de-duplication keeps a state
+    row per value. Values compare as GROUP BY compares them, NULL equal to NULL.
+
+    Args:
+        events: a streaming DataFrame; with a TIMESTAMP ``ts`` it needs a watermark on it.
+        columns: a column name or a list of them: the values duplicates share.
+        ts: a TIMESTAMP column, or an integral column of positions (then give ``lateness``).
+        window: an interval string or ``datetime.timedelta`` for a TIMESTAMP ``ts``, an int
+            of positions otherwise.
+        fpp: the probability that a new value is dropped, in [1e-9, 0.5].
+        lateness: for an integral ``ts`` only: how many positions a row may arrive behind
+            the largest one seen.
+
+    Returns:
+        A streaming DataFrame with the events' columns, to write in append mode. It keeps
+        no watermark: set one again for a stateful operator after it.
+
+    Raises:
+        ValueError: not a streaming DataFrame, no watermark, a bad window or ``fpp``, a
+            missing column or a MAP column.
+        RuntimeError: under Spark Connect on Spark 3.5 (Spark 4's Connect server runs it
+            through windowsketch's relation plugin, which ``windowsketch.configure`` enables).
+    """
+    names = [columns] if isinstance(columns, str) else list(columns) \
+        if isinstance(columns, (list, tuple)) else None
+    if not names or not all(isinstance(c, str) for c in names):
+        raise TypeError(f"`columns` must be a column name or a non-empty list of them, got "
+                        f"{columns!r}")
+    if not isinstance(ts, str):
+        raise TypeError(f"`ts` must be a column name, got {ts!r}")
+    if isinstance(fpp, bool) or not isinstance(fpp, (int, float)):
+        raise TypeError(f"`fpp` must be a number in [1e-9, 0.5], got {fpp!r}")
+    if lateness is not None and (isinstance(lateness, bool) or not isinstance(lateness, int)):
+        raise TypeError(f"`lateness` must be an int of positions, got {lateness!r}")
+    spec = json.dumps({"columns": names, "ts": ts, "window": _span(window, "window"),
+                       "fpp": float(fpp),
+                       "lateness": None if lateness is None else str(lateness)})
+    return _final_rows(_run_operator(events, spec, "drop_duplicates_within",
+                                     _DEDUPLICATION_CLASS), "drop_duplicates_within",
+                       keyed=False)
+
+
+def _run_operator(events: DataFrame, spec: str, name: str, operator_class: str) -> DataFrame:
+    """The operator `name` built in the JVM from its JSON description: by its Scala object on
+    a classic session, through the relation plugin under Spark 4 Connect."""
     spark = events.sparkSession
     if getattr(events, "_jdf", None) is None:
         if int(spark.version.split(".")[0]) < 4:
             raise RuntimeError(
-                "sliding_window under Spark Connect needs Spark 4 (its relation plugin); on "
+                f"{name} under Spark Connect needs Spark 4 (its relation plugin); on "
                 "Spark 3.5 run the streaming job with a classic session")
-        return _final_rows(_connect_sliding_window(events, spec), "sliding_window")
+        return _connect_operator(events, spec, name)
     _require_built_line(spark)
-    operator = _scala_object(spark, _WINDOW_OPERATOR_CLASS)
+    operator = _scala_object(spark, operator_class)
     try:
-        windowed = operator.fromJson(events._jdf, spec)
+        built = operator.fromJson(events._jdf, spec)
     except Exception as e:
-        _raise_operator_error(e, "sliding_window")
-    return _final_rows(DataFrame(windowed, spark), "sliding_window")
+        _raise_operator_error(e, name)
+    return DataFrame(built, spark)
 
 
 def _connect_sliding_counts(events: DataFrame, keys: list[str], ts: str, window: Span,
@@ -238,8 +317,8 @@ def _connect_sliding_counts(events: DataFrame, keys: list[str], ts: str, window:
         "sliding_counts")
 
 
-def _connect_sliding_window(events: DataFrame, spec: str) -> DataFrame:
-    """sliding_window for a Spark Connect client: a relation extension the server's plugin
+def _connect_operator(events: DataFrame, spec: str, name: str) -> DataFrame:
+    """Operator `name` for a Spark Connect client: a relation extension the server's plugin
     (``windowsketch.CONNECT_RELATION_PLUGIN``) turns into the operator. Its value holds the
     events' relation (field 1) and the JSON description (field 2), in protobuf's wire
     format. The schema is asked for at once, so bad arguments fail here, as on a classic
@@ -250,23 +329,23 @@ def _connect_sliding_window(events: DataFrame, spec: str) -> DataFrame:
     def field(number: int, payload: bytes) -> bytes:
         return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
-    class SlidingWindowRelation(LogicalPlan):
+    class OperatorRelation(LogicalPlan):
         def plan(self, session: Any) -> Any:
             relation = self._create_proto_relation()
             assert self._child is not None
             child = self._child.plan(session).SerializeToString()
-            relation.extension.type_url = _CONNECT_TYPE_URL
+            relation.extension.type_url = _CONNECT_TYPE_URLS[name]
             relation.extension.value = field(1, child) + field(2, spec.encode())
             return relation
 
     events_plan: Any = getattr(events, "_plan")  # noqa: B009 - Connect's, not a column
-    frame = ConnectDataFrame(SlidingWindowRelation(events_plan),
+    frame = ConnectDataFrame(OperatorRelation(events_plan),
                              events.sparkSession)  # type: ignore[arg-type]
     try:
         frame.schema
     except Exception as e:
         message = str(e)
-        start = message.find("sliding_window")
+        start = message.find(name)
         if start >= 0 and ("IllegalArgumentException" in message or "INTERNAL_ERROR" in message
                            or type(e).__name__ == "IllegalArgumentException"):
             raise ValueError(message[start:].splitlines()[0]) from None
@@ -292,13 +371,18 @@ class _AppendOnly:
     operator the user never wrote."""
 
     _operator = "the live operator"
+    _keyed = True
 
     def outputMode(self, outputMode: str) -> Any:  # noqa: N802 - Spark's name
         if isinstance(outputMode, str) and outputMode.strip().lower() != "append":
+            if self._keyed:
+                raise ValueError(
+                    f"{self._operator} emits final rows, each (key, window_end) once: write it "
+                    f"in append mode (the default), not {outputMode!r}; a sink that upserts can "
+                    f"key on (key, window_end)")
             raise ValueError(
-                f"{self._operator} emits final rows, each (key, window_end) once: write it in "
-                f"append mode (the default), not {outputMode!r}; a sink that upserts can key "
-                f"on (key, window_end)")
+                f"{self._operator} delivers each row once, never revised: write it in append "
+                f"mode (the default), not {outputMode!r}")
         return super().outputMode(outputMode)  # type: ignore[misc]
 
 
@@ -306,12 +390,14 @@ class _FinalRows:
     """Mixed into a live operator's DataFrame: its ``writeStream`` is append-only."""
 
     _operator = "the live operator"
+    _keyed = True
 
     @property
     def writeStream(self) -> Any:  # noqa: N802 - Spark's name
         writer = super().writeStream  # type: ignore[misc]
         writer.__class__ = _mixed(_AppendOnly, type(writer))
         writer._operator = self._operator
+        writer._keyed = self._keyed
         return writer
 
 
@@ -327,10 +413,12 @@ def _mixed(mixin: type, base: type) -> type:
     return _MIXED_TYPES[key]
 
 
-def _final_rows(frame: DataFrame, operator: str) -> DataFrame:
-    """`frame`, its class kept as a base, with the append-only writer."""
+def _final_rows(frame: DataFrame, operator: str, keyed: bool = True) -> DataFrame:
+    """`frame`, its class kept as a base, with the append-only writer (`keyed`: its rows
+    are one per key and window_end)."""
     frame.__class__ = _mixed(_FinalRows, type(frame))
     frame._operator = operator  # type: ignore[attr-defined]
+    frame._keyed = keyed  # type: ignore[attr-defined]
     return frame
 
 

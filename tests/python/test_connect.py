@@ -283,6 +283,23 @@ SCRIPT = textwrap.dedent("""
         sliding_window(events, "k", "pos", 10, 5, [live.count("x")], lateness=2)
     except ValueError as e:
         print("CONNECT SLIDING WINDOW REFUSED:", e)
+
+    # drop_duplicates_within through the same plugin: a@1 delivered, then a@2..9 within 10
+    # positions of it dropped, a@12 (11 after) and a@30 delivered; z@1001 is z@1000's copy.
+    from windowsketch.streaming import drop_duplicates_within
+    unique = drop_duplicates_within(events, "k", "pos", 10, lateness=2)
+    assert unique.columns == ["k", "pos", "x"], unique.columns
+    q = (unique.writeStream.format("memory").queryName("dedup_connect")
+         .option("checkpointLocation", tempfile.mkdtemp()).start())
+    q.processAllAvailable()
+    q.stop()
+    kept = sorted((r.k, r.pos) for r in spark.sql("SELECT * FROM dedup_connect").collect())
+    assert kept == [("a", 1), ("a", 12), ("a", 30), ("z", 1000)], kept
+    print("CONNECT DEDUP OK", len(kept))
+    try:
+        drop_duplicates_within(events, "k", "pos", 10, fpp=0.7, lateness=2)
+    except ValueError as e:
+        print("CONNECT DEDUP REFUSED:", e)
     spark.stop()
 """)
 
@@ -304,5 +321,8 @@ def test_dataframe_function_under_spark_connect(tmp_path):
             "write it in append mode") in out
     assert ("CONNECT SLIDING WINDOW REFUSED: sliding_window: count `count`: its column must be "
             "BOOLEAN (which rows are events), got BIGINT") in out
+    assert "CONNECT DEDUP OK 4" in out
+    assert ("CONNECT DEDUP REFUSED: drop_duplicates_within: `fpp` must be in [1.0E-9, 0.5], "
+            "got 0.7") in out
     assert ("CONNECT SLIDING COUNTS REFUSED: sliding_counts: `window` must be a positive number "
             "of positions for an integral `ts`, got '10 minutes'") in out

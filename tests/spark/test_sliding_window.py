@@ -430,13 +430,18 @@ def test_the_connect_relation_plugin_passes_other_messages_on_and_names_a_missin
         return message(1, type_url.encode()) + message(2, value)
 
     plugin = spark._jvm.org.apache.spark.sql.windowsketch.SlidingWindowRelationPlugin()
-    ours = _scala_object(spark, "org.apache.spark.sql.windowsketch.SlidingWindowRelationPlugin").TypeUrl()
+    operators = _scala_object(
+        spark, "org.apache.spark.sql.windowsketch.SlidingWindowRelationPlugin").Operators()
     assert not plugin.transform(extension("type.googleapis.com/other.Relation", message(2, b"{}")),
                                 None).isPresent()
-    for value in (message(2, b'{"key": ["k"]}'), b""):
-        with pytest.raises(Exception, match=re.escape(
-                "sliding_window: the Connect relation lacks its events or its description")):
-            plugin.transform(extension(ours, value), None)
+    for type_url, name in (("type.googleapis.com/windowsketch.SlidingWindow", "sliding_window"),
+                           ("type.googleapis.com/windowsketch.DropDuplicatesWithin",
+                            "drop_duplicates_within")):
+        assert operators.contains(type_url)
+        for value in (message(2, b'{"key": ["k"]}'), b""):
+            with pytest.raises(Exception, match=re.escape(
+                    f"{name}: the Connect relation lacks its events or its description")):
+                plugin.transform(extension(type_url, value), None)
 
 
 def test_a_table_is_refused_with_the_functions_to_use(spark):

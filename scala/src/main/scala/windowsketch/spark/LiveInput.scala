@@ -2,7 +2,7 @@ package windowsketch.spark
 
 import scala.collection.mutable.ArrayBuffer
 
-import org.apache.spark.sql.{Column, DataFrame, Encoders, Row}
+import org.apache.spark.sql.{Column, DataFrame, Encoder, Encoders, Row}
 import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.catalyst.util.IntervalUtils
 import org.apache.spark.sql.functions.{col, expr}
@@ -12,15 +12,15 @@ import org.apache.spark.sql.types._
 import windowsketch.core.CorruptSketchException
 
 /**
- * What every live operator (`sliding_counts`, `sliding_window`) does with its events before
- * and after its per-key state: checks the arguments, puts the events on one time axis
- * (microseconds, or positions read as milliseconds so that Spark's watermark tracks them),
- * runs `flatMapGroupsWithState` with one event-time timer per key, and turns `window_end`
- * back into a TIMESTAMP.
+ * What every live operator (`sliding_counts`, `sliding_window`, `drop_duplicates_within`)
+ * does with its events before and after its state: checks the arguments, puts the events
+ * on one time axis (microseconds, or positions read as milliseconds so that Spark's
+ * watermark tracks them) and runs `flatMapGroupsWithState` with one event-time timer per
+ * group. The keyed operators ([[run]]) turn `window_end` back into a TIMESTAMP.
  *
- * The input rows the state function sees are the key columns, the watermarked column, the
- * time (a LONG) and then the operator's own columns, from index `firstExtra`. `forTables`
- * names what to use instead on a table.
+ * The input rows [[run]]'s state function sees are the key columns, the watermarked column,
+ * the time (a LONG) and then the operator's own columns, from index `firstExtra`.
+ * `forTables` names what to use instead on a table; `keysArg` names the argument `keys` come from.
  */
 private[spark] final class LiveInput(
     name: String,
@@ -28,9 +28,9 @@ private[spark] final class LiveInput(
     keys: Seq[String],
     ts: String,
     windowArg: String,
-    everyArg: String,
     lateness: Option[String],
-    forTables: String) {
+    forTables: String,
+    keysArg: String = "key") {
   import LiveInput._
 
   if (!events.isStreaming) {
@@ -38,7 +38,7 @@ private[spark] final class LiveInput(
       s"$name needs a streaming DataFrame; for a table, use $forTables in a window frame " +
         "(OVER (PARTITION BY key ORDER BY ts)).")
   }
-  require(keys.nonEmpty, s"$name: `key` must name at least one column")
+  require(keys.nonEmpty, s"$name: `$keysArg` must name at least one column")
   private val tsField = events.schema.find(_.name == ts).getOrElse(throw new IllegalArgumentException(
     s"$name: `ts` names no column of the events: $ts (columns: ${events.columns.mkString(", ")})"))
   val onPositions: Boolean = tsField.dataType match {
@@ -50,7 +50,10 @@ private[spark] final class LiveInput(
   }
   /** The window on the time axis: `[T - window, T]` in microseconds is `w + 1` of them. */
   val window: Long = if (onPositions) positions("window", windowArg) else micros("window", windowArg) + 1
-  val every: Long = if (onPositions) positions("every", everyArg) else micros("every", everyArg)
+
+  /** A span such as `every` on the time axis: positions, or microseconds. */
+  def span(what: String, value: String): Long =
+    if (onPositions) positions(what, value) else micros(what, value)
 
   private val (timed, timeExpr) = if (onPositions) {
     val delay = positions("lateness", lateness.getOrElse(throw new IllegalArgumentException(
@@ -73,7 +76,7 @@ private[spark] final class LiveInput(
 
   private val keyFields = keys.map { k =>
     timed.schema.find(_.name == k).getOrElse(throw new IllegalArgumentException(
-      s"$name: `key` names no column of the events: $k (columns: ${events.columns.mkString(", ")})"))
+      s"$name: `$keysArg` names no column of the events: $k (columns: ${events.columns.mkString(", ")})"))
   }
   val keySchema: StructType = StructType(keyFields.map(_.copy(nullable = true)))
   val keyCount: Int = keys.length
@@ -95,23 +98,43 @@ private[spark] final class LiveInput(
   def run(extra: Seq[Column], outFields: Seq[StructField])(
       step: (Row, Iterator[Row], Option[Array[Byte]], Long, ArrayBuffer[Row]) => Option[(Array[Byte], Long)])
       : DataFrame = {
-    // The watermarked column stays in the input: Spark finds the query's watermark there,
-    // for the event-time timeouts and to drop late rows.
-    val watermarked = col(if (onPositions) PositionTimeColumn else ts)
     val input = timed.select(keys.map(col) ++ Seq(watermarked, timeExpr.as(TimeColumn)) ++ extra: _*)
     val outSchema = StructType(keySchema.fields ++
       Seq(StructField("window_end", LongType, nullable = false)) ++ outFields)
+    val n = keyCount
+    val out = groupsWithTimers(input, (r: Row) => new GenericRow(keyPrefix(r, n, 0)): Row,
+      Encoders.row(keySchema), outSchema)(step)
+    if (onPositions) out else out.withColumn("window_end", expr("timestamp_micros(window_end)"))
+  }
+
+  /**
+   * The events with the time (a LONG) and `extra` after their own columns, as the rows a
+   * state function of [[groupsWithTimers]] sees; the time is at `events.columns.length`.
+   */
+  def withTime(extra: Seq[Column]): DataFrame =
+    timed.select(events.columns.toSeq.map(c => col(quote(c))) ++
+      (if (onPositions) Seq(watermarked) else Nil) ++ Seq(timeExpr.as(TimeColumn)) ++ extra: _*)
+
+  /**
+   * Runs `step` per group of `groupOf`: it gets the group, its rows, its state, the time
+   * every row at or before which is final (the watermark on the time axis) and a buffer for
+   * its output rows, and returns the group's new state and the time (on the axis) at which
+   * its timer fires, or None to remove its state.
+   */
+  def groupsWithTimers[K](input: DataFrame, groupOf: Row => K, groupEncoder: Encoder[K],
+      outSchema: StructType)(
+      step: (K, Iterator[Row], Option[Array[Byte]], Long, ArrayBuffer[Row]) => Option[(Array[Byte], Long)])
+      : DataFrame = {
     val toAxis: Long => Long = if (onPositions) identity else Math.multiplyExact(_, 1000L)
     // A timeout fires once the watermark (ms) is past it; a tick is due once toAxis(wm) reaches it.
     val timerFor: Long => Long =
       if (onPositions) _ - 1 else tick => Math.floorDiv(tick + 999, 1000L) - 1
-    val n = keyCount
-    val out = input
-      .groupByKey((r: Row) => new GenericRow(keyPrefix(r, n, 0)): Row)(Encoders.row(keySchema))
+    input
+      .groupByKey(groupOf)(groupEncoder)
       .flatMapGroupsWithState(OutputMode.Append, GroupStateTimeout.EventTimeTimeout) {
-        (key: Row, rows: Iterator[Row], state: GroupState[Array[Byte]]) =>
+        (group: K, rows: Iterator[Row], state: GroupState[Array[Byte]]) =>
           val emitted = ArrayBuffer.empty[Row]
-          step(key, rows, if (state.exists) Some(state.get) else None,
+          step(group, rows, if (state.exists) Some(state.get) else None,
               toAxis(state.getCurrentWatermarkMs()), emitted) match {
             case Some((bytes, nextTick)) =>
               state.update(bytes)
@@ -121,8 +144,11 @@ private[spark] final class LiveInput(
           emitted.iterator
       }(Encoders.BINARY, Encoders.row(outSchema))
       .toDF()
-    if (onPositions) out else out.withColumn("window_end", expr("timestamp_micros(window_end)"))
   }
+
+  // The watermarked column stays in the input: Spark finds the query's watermark there,
+  // for the event-time timeouts and to drop late rows.
+  private def watermarked: Column = col(if (onPositions) PositionTimeColumn else ts)
 
   private def micros(what: String, value: String): Long = {
     val interval = Option(IntervalUtils.safeStringToInterval(

@@ -43,8 +43,8 @@ object SlidingCounts {
       alertBelow: Option[Long] = None,
       lateness: Option[String] = None,
       isEvent: Option[String] = None): DataFrame = {
-    val in = new LiveInput(Name, events, keys, ts, window, every, lateness, "approx_window_count")
-    val spec = LiveCountSpec(in.window, in.every, eps, alertAbove, alertBelow)
+    val in = new LiveInput(Name, events, keys, ts, window, lateness, "approx_window_count")
+    val spec = LiveCountSpec(in.window, in.span("every", every), eps, alertAbove, alertBelow)
     // Rows that are not events stay in the stream (a filter would be pushed below the
     // watermark, and a quiet key's count must still decay as other rows move time on).
     val eventFlag = isEvent.map(c => col(c).cast(BooleanType)).getOrElse(lit(true))

@@ -316,7 +316,7 @@ object SlidingWindow {
       every: String,
       aggregates: Seq[LiveColumn],
       lateness: Option[String] = None): DataFrame = {
-    val in = new LiveInput(Name, events, keys, ts, window, every, lateness,
+    val in = new LiveInput(Name, events, keys, ts, window, lateness,
       "the approx_window_* functions")
     require(aggregates.nonEmpty, s"$Name: give at least one aggregate")
     val taken = (keys :+ "window_end").toSet
@@ -334,7 +334,7 @@ object SlidingWindow {
       }
     }
     val inputs = aggregates.zip(families).map { case (c, f) => f.input(c, in.typeOf(c.input)) }
-    val (axisWindow, axisEvery) = (in.window, in.every)
+    val (axisWindow, axisEvery) = (in.window, in.span("every", every))
     val specs = aggregates.zip(families).map { case (c, f) =>
       // A slide made now checks the parameters here, not in the first micro-batch.
       try { val a = f.aggregate(c); a.newSlide(axisWindow); a }
