@@ -45,6 +45,7 @@ SCALA_SOURCES = [
     ("functions.scala", ("functions",)),
     ("SlidingWindow.scala", ("SlidingWindow", "LiveColumn")),
     ("SlidingCounts.scala", ("SlidingCounts",)),
+    ("DropDuplicatesWithin.scala", ("DropDuplicatesWithin",)),
     ("WindowSketch.scala", ("WindowSketch",)),
 ]
 #: Public only for the Python and Connect bridges, not for users.

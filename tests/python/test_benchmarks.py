@@ -28,6 +28,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
                     "Samples of 5 rows in running windows", "Samples of 5 rows in GROUP BY",
                     "Sample sketch size at a window of 10^9 positions",
                     "Seen before in running windows", "Filter sketch bytes against the distinct",
+                    "De-duplicating a stream",
                     "State size", "Accuracy",
                     "Structured Streaming state", "Live counts under key churn",
                     "Sketch columns in Spark", "Stored sketch columns read in Python", "Scaling",
@@ -40,10 +41,12 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     assert {r["section"] for r in rows} == {
         "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
         "percentiles", "percentile state", "moments", "top k", "samples", "filters",
-        "memory per group",
+        "deduplication", "memory per group",
         "bounded frames", "big window",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert [r for r in rows if not float(r["value"]) >= 0] == []
+    # De-duplication: no id delivered twice by either query.
+    assert [r["value"] for r in rows if r["measure"] == "ids delivered twice"] == ["0", "0"]
     # The moments' error at mean 10^9 within eps / 2; the prefix difference's far from it.
     errors = {r["case"]: float(r["value"]) for r in rows if r["measure"].startswith("worst relative")}
     assert errors["approx_window_stddev"] <= 0.005 < errors["exact prefix difference"]
