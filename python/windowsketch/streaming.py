@@ -241,7 +241,11 @@ def drop_duplicates_within(
 
     Returns:
         A streaming DataFrame with the events' columns, to write in append mode. It keeps
-        no watermark: set one again for a stateful operator after it.
+        no watermark: for a stateful operator after it, set one again
+        (``.withWatermark(ts, delay)``) and set
+        ``spark.sql.streaming.statefulOperator.checkCorrectness.enabled`` to false. Spark
+        cannot tell that the operator's ``flatMapGroupsWithState`` emits no row behind the
+        watermark; every delivered row is after it, so the operator after it loses none.
 
     Raises:
         ValueError: not a streaming DataFrame, no watermark, a bad window or ``fpp``, a
