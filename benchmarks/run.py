@@ -76,6 +76,7 @@ class Sizes:
     filter_window: int
     filter_distinct: list    # distinct values of one window, for the filter's bytes
     dedup_ids: int           # distinct ids of the de-duplicated stream (and 25% more rows)
+    dedup_batches: int       # its micro-batches
 
 
 QUICK = Sizes(core_rows=1_000_000, window_rows=40_000, windows=[10**3, 10**4],
@@ -94,7 +95,7 @@ QUICK = Sizes(core_rows=1_000_000, window_rows=40_000, windows=[10**3, 10**4],
               sample_rows=20_000, sample_window=1_000, sample_sliding_rows=500,
               sample_state_rows=20_000, sample_group_rows=40_000, sample_keys=[10**3],
               filter_rows=200_000, filter_window=10_000, filter_distinct=[10**3, 10**4],
-              dedup_ids=20_000)
+              dedup_ids=10_000, dedup_batches=4)
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
@@ -112,7 +113,8 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              big_window_rows=30_000_000, sample_rows=1_000_000, sample_window=10_000,
              sample_sliding_rows=500, sample_state_rows=2_000_000, sample_group_rows=10_000_000,
              sample_keys=[10**4, 10**6], filter_rows=10_000_000, filter_window=100_000,
-             filter_distinct=[10**3, 10**4, 10**5, 10**6], dedup_ids=1_000_000)
+             filter_distinct=[10**3, 10**4, 10**5, 10**6], dedup_ids=1_000_000,
+             dedup_batches=10)
 
 
 @dataclass
@@ -779,7 +781,7 @@ def deduplication(spark, sizes, report, workdir):
 
     from windowsketch.streaming import drop_duplicates_within
 
-    ids, files = sizes.dedup_ids, 10
+    ids, files = sizes.dedup_ids, sizes.dedup_batches
     source = os.path.join(workdir, "dedup-in")
     # ids spread over an hour; a quarter of them again 1 s to 30 min later (20% of rows).
     spark.range(ids).selectExpr(

@@ -49,8 +49,8 @@ TESTED_PYSPARK = {"3.5": "3.5.9", "4.0": "4.0.5", "4.1": "4.1.4", "4.2": "4.2.1"
                   "4.3": "4.3.0"}
 
 # What runs where. Everything that touches Spark runs on every line. The core (Scala with
-# no Spark in it), the two-executor cluster and the small-heap driver run on 3.5, the other
-# Scala; the main run covers them on Scala 2.13. The demo command runs in step 4 (on 3.5
+# no Spark in it), the two-executor cluster, the small-heap driver and the streaming driver
+# killed with SIGKILL run on 3.5, the other Scala; the main run covers them on Scala 2.13. The demo command runs in step 4 (on 3.5
 # and 4.0); the benchmark harness, mypy and the documentation site (the same sources on
 # every line) are tools of the main line, not tests of a line.
 _SPARK_FACING = [
@@ -62,6 +62,7 @@ _SPARK_FACING = [
 _SCALA_213 = [
     "--deselect", "tests/spark/test_local_cluster.py::test_group_by_across_executor_processes",
     "--deselect", "tests/spark/test_small_heap.py",
+    "--deselect", "tests/spark/test_drop_duplicates.py::test_each_row_is_delivered_exactly_once_across_a_sigkill",
     "--deselect", "tests/python/test_shell.py::test_sql_example_prints_expected_rows[retail_moving_sums.sql]"]
 # pyspark 3.5's connect extra (numpy < 2) sits beside the newest pyarrow, which needs
 # NumPy 2 and so does not import there: the pyarrow column helpers and the Parquet example
