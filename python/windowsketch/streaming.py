@@ -253,9 +253,9 @@ def drop_duplicates_within(
         RuntimeError: under Spark Connect on Spark 3.5 (Spark 4's Connect server runs it
             through windowsketch's relation plugin, which ``windowsketch.configure`` enables).
     """
-    names = [columns] if isinstance(columns, str) else list(columns) \
-        if isinstance(columns, (list, tuple)) else None
-    if not names or not all(isinstance(c, str) for c in names):
+    names = [columns] if isinstance(columns, str) else columns
+    if not isinstance(names, (list, tuple)) or not names or \
+            not all(isinstance(c, str) for c in names):
         raise TypeError(f"`columns` must be a column name or a non-empty list of them, got "
                         f"{columns!r}")
     if not isinstance(ts, str):
@@ -264,7 +264,7 @@ def drop_duplicates_within(
         raise TypeError(f"`fpp` must be a number in [1e-9, 0.5], got {fpp!r}")
     if lateness is not None and (isinstance(lateness, bool) or not isinstance(lateness, int)):
         raise TypeError(f"`lateness` must be an int of positions, got {lateness!r}")
-    spec = json.dumps({"columns": names, "ts": ts, "window": _span(window, "window"),
+    spec = json.dumps({"columns": list(names), "ts": ts, "window": _span(window, "window"),
                        "fpp": float(fpp),
                        "lateness": None if lateness is None else str(lateness)})
     return _final_rows(_run_operator(events, spec, "drop_duplicates_within",

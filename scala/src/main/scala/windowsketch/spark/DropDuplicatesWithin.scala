@@ -53,22 +53,22 @@ object DropDuplicatesWithin {
       throw new IllegalArgumentException(
         s"$Name: `fpp` must be in [${SlidingFilter.MinFpp}, ${SlidingFilter.MaxFpp}], got $fpp")
     }
-    columns.foreach { c =>
-      val dataType = in.typeOf(col(LiveInput.quote(c)))
+    val values = columns.map(c => col(LiveInput.quote(c)))
+    columns.zip(values).foreach { case (c, value) =>
+      val dataType = in.typeOf(value)
       if (holdsMap(dataType)) {
         throw new IllegalArgumentException(s"$Name: `columns` cannot hold a MAP, as GROUP BY " +
           s"cannot: $c is ${dataType.sql}")
       }
     }
     // The NULL flags tell (a, NULL) from (NULL, a), which xxhash64 alone, skipping NULLs, does not.
-    val values = columns.map(c => col(LiveInput.quote(c)))
     val hash = xxhash64(values :+ array(values.map(_.isNull): _*): _*)
     val input = in.withTime(Seq(hash.as(HashColumn)))
     val width = events.columns.length
     val (timeIndex, hashIndex) = (input.columns.length - 2, input.columns.length - 1)
     val (axisWindow, states) = (in.window, LiveStates(Name, Seq("bucket")))
     val bucketShift = 64 - BucketBits
-    val delivered = in.groupsWithTimers(input, (r: Row) => (r.getLong(hashIndex) >>> bucketShift).toInt,
+    in.groupsWithTimers(input, (r: Row) => (r.getLong(hashIndex) >>> bucketShift).toInt,
         Encoders.scalaInt, events.schema) { (bucket, rows, bytes, upTo, out) =>
       val state = bytes.fold(new DeduplicationState(axisWindow, fpp)) { b =>
         states.read(Row(bucket), "de-duplication")(DeduplicationState.fromBytes(axisWindow, fpp, b))
@@ -90,7 +90,6 @@ object DropDuplicatesWithin {
       state.forgetUpTo(upTo)
       if (state.isEmpty) None else Some((state.toBytes, state.emptyAt))
     }
-    delivered
   }
 
   private def holdsMap(t: DataType): Boolean = t match {

@@ -109,7 +109,8 @@ private[spark] final class LiveInput(
 
   /**
    * The events with the time (a LONG) and `extra` after their own columns, as the rows a
-   * state function of [[groupsWithTimers]] sees; the time is at `events.columns.length`.
+   * state function of [[groupsWithTimers]] sees: the time comes just before `extra` (after
+   * the watermarked positions' column, for an integral `ts`).
    */
   def withTime(extra: Seq[Column]): DataFrame =
     timed.select(events.columns.toSeq.map(c => col(quote(c))) ++

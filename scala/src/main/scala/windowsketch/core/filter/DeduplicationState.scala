@@ -59,9 +59,6 @@ final class DeduplicationState(val window: Long, val fpp: Double, expected: Int 
   /** Values held: delivered within a window of the watermark. */
   def size: Int = table.keptCount
 
-  /** Slots of the table: 16 bytes each in memory. */
-  def slots: Int = table.slots
-
   /**
    * The state as bytes (docs/format.md, "De-duplication state"): magic, version, window,
    * fpp, horizon, newest, the held fingerprints ascending as steps from the one before
