@@ -12,6 +12,7 @@ import pytest
 from conftest import exact_in_window
 
 THRESHOLD = "spark.sql.objectHashAggregate.sortBased.fallbackThreshold"
+TABLE_BYTES = "spark.windowsketch.groupBy.tableBytes"
 KEYS = 1500  # well over Spark's 128 keys a task, so Spark's operator would sort
 WINDOW, EPS = 400, 0.05
 
@@ -111,17 +112,22 @@ def test_answers_equal_sparks_sorting_operator_and_the_bound_on_every_key(spark,
         assert abs(estimate - exact) <= EPS * exact, (key, estimate, exact)
 
 
-def test_past_the_tables_keys_the_rest_sorts_and_every_key_answers_as_one_sketch(spark):
-    """More keys a task than the table may hold: the table's partial results come out, the
-    rest of the task sorts on Spark's iterator, and each key's partial results merge into
-    what Spark's operator gives (sorting past two keys), within eps of the exact count."""
-    from windowsketch import _scala_object
+@contextlib.contextmanager
+def table_bytes(spark, value):
+    spark.conf.set(TABLE_BYTES, value)
+    try:
+        yield
+    finally:
+        spark.conf.unset(TABLE_BYTES)
 
-    window, eps = 10**6, 0.001  # the node cap: the largest bound, the fewest keys a task
-    bound = _scala_object(spark, "windowsketch.core.count.DyadicWindowSketch").heldBytesBound(window, eps)
-    max_keys = _scala_object(
-        spark, "org.apache.spark.sql.windowsketch.SketchHashAggregateExec").fallbackThreshold(bound, 128)
-    n_keys = 3 * max_keys  # two tasks of input, each with ~1.5x the keys the table holds
+
+def test_past_the_tables_bytes_the_rest_sorts_and_every_key_answers_as_one_sketch(spark):
+    """Keys whose buffers hold more heap than the table may: the table's partial results
+    come out at the first row past its bytes, the rest of the task sorts on Spark's
+    iterator, and each key's partial results merge into what Spark's operator gives
+    (sorting past two keys), within eps of the exact count."""
+    window, eps = 10**6, 0.001
+    n_keys = 3000
     rng = np.random.default_rng(29)
     n = 6 * n_keys
     keys = rng.integers(0, n_keys, n)
@@ -132,12 +138,19 @@ def test_past_the_tables_keys_the_rest_sorts_and_every_key_answers_as_one_sketch
     # Two sketches a key; the second counts every row, so no row can go missing unseen.
     query = (f"SELECT k, approx_window_count(v, ts, {window}, {eps}), "
              f"approx_window_count(ts IS NOT NULL, ts, {window}, {eps}) FROM many_keys GROUP BY k")
-    plan = spark.sql(query)
-    nodes = final_plan(plan)
-    partial = [n for n in nodes if n.nodeName() == "SketchHashAggregate"
-               and n.metrics().get("numOutputRows").get().value() > len(set(keys.tolist()))]
-    assert partial and partial[0].metrics().get("numTasksFallBacked").get().value() == 2
-    ours = {k: (a, b) for k, a, b in plan.collect()}
+
+    def partial_fallbacks(plan):
+        nodes = final_plan(plan)
+        (node,) = [n for n in nodes if n.nodeName() == "SketchHashAggregate"
+                   and n.metrics().get("numOutputRows").get().value() > len(set(keys.tolist()))]
+        return node.metrics().get("numTasksFallBacked").get().value()
+
+    # A key's two sketches hold about 0.6 KB here: 256 KB is a few hundred of ~1,500 keys a task.
+    with table_bytes(spark, "256k"):
+        plan = spark.sql(query)
+        assert partial_fallbacks(plan) == 2
+        ours = {k: (a, b) for k, a, b in plan.collect()}
+    assert partial_fallbacks(spark.sql(query)) == 0  # by default the table holds them all
     with fallback_threshold(spark, 2):
         theirs = {k: (a, b) for k, a, b in spark.sql(query).collect()}
     assert ours == theirs
@@ -147,6 +160,29 @@ def test_past_the_tables_keys_the_rest_sorts_and_every_key_answers_as_one_sketch
         for estimate, counted in zip(estimates, [events[own], np.ones(own.sum(), bool)]):
             exact = exact_in_window(ts[own], counted, window)
             assert abs(estimate - exact) <= eps * exact, (key, estimate, exact)
+
+
+def test_past_the_tables_keys_every_key_answers_its_exact_count(spark):
+    """More keys a task than the table holds (MaxTableKeys), spread over both tasks: the
+    rest sorts, and every key's count equals the exact count of its window (a handful of
+    rows a key: the sketch is exact), computed by Spark from the rows."""
+    from windowsketch import _scala_object
+
+    cap = _scala_object(spark, "org.apache.spark.sql.windowsketch.SketchHashAggregateExec").MaxTableKeys()
+    n_keys = int(2.5 * cap)
+    spark.range(4 * n_keys, numPartitions=2).selectExpr(
+        f"id % {n_keys} AS k", "(id * 7919) % 50000 AS ts", "id % 3 <> 1 AS v") \
+        .createOrReplaceTempView("capped_keys")
+    window = 20000
+    query = f"SELECT k, approx_window_count(v, ts, {window}) FROM capped_keys GROUP BY k"
+    plan = spark.sql(query)
+    assert partial_node(final_plan(plan), n_keys).metrics().get("numTasksFallBacked").get().value() == 2
+    ours = dict(plan.collect())
+    exact = dict(spark.sql(f"""
+        SELECT c.k, count_if(v AND ts > now - {window}) FROM capped_keys c
+        JOIN (SELECT k, max(ts) AS now FROM capped_keys GROUP BY k) m ON c.k = m.k
+        GROUP BY c.k""").collect())
+    assert len(ours) == n_keys and ours == exact
 
 
 def test_null_and_string_keys_group_as_on_sparks_operator(spark, keyed_events):
@@ -178,6 +214,7 @@ def test_the_threshold_is_the_heaps_share_never_below_sparks(spark):
     assert operator.fallbackThreshold(10_000, 128) == int(user_bytes / 10_000)
     assert operator.fallbackThreshold(1 << 40, 128) == 128
     assert operator.fallbackThreshold(1, 128) == min(int(user_bytes), 2**31 - 1)
+    assert operator.userBytesPerTask() == int(user_bytes)
 
 
 def partial_node(nodes, groups):

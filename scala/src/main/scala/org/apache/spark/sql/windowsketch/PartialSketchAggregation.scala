@@ -10,7 +10,8 @@ import org.apache.spark.sql.execution.metric.SQLMetric
 
 /**
  * The map side of a GROUP BY (partial mode) whose aggregates are all windowsketch's, on a
- * hash table of its own while the task has at most `maxKeys` keys.
+ * hash table of its own while the task has at most `maxKeys` keys and they hold at most
+ * `byteBudget` bytes of heap.
  *
  * Each row's grouping key is hashed once into an open-addressing table of copied keys,
  * with the key's sketches beside it in one array, and the aggregates' own `update` is
@@ -18,8 +19,10 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * Spark's object hash aggregation's time at 10^4 keys (JDK Flight Recorder). A row with a
  * key past `maxKeys` ends the table: its partial results are emitted, and that row and the
  * rest of the input go to `rest` (Spark's own iterator, which sorts them). So does a row
- * after which a [[CompactBufferAggregate]]'s buffer is no longer compact (the rows after
- * it go to `rest`): `maxKeys` was sized at the compact bound. Partial
+ * after which the keys and their buffers hold more than `byteBudget` (each buffer's
+ * [[BoundedBufferAggregate.heldBytes]], read after its row), or a
+ * [[CompactBufferAggregate]]'s buffer is no longer compact (its bytes are counted at the
+ * compact bound): the rows after it go to `rest`. Partial
  * aggregation allows a key's partial results to come out in several rows: the final side
  * merges them into what one sketch of all its rows would hold.
  */
@@ -29,6 +32,7 @@ private[windowsketch] final class PartialSketchAggregation(
     functions: Array[TypedImperativeAggregate[AnyRef]],
     result: UnsafeProjection,
     maxKeys: Int,
+    byteBudget: Long,
     rest: Iterator[InternalRow] => Iterator[InternalRow],
     numOutputRows: SQLMetric,
     aggTime: SQLMetric) extends Iterator[InternalRow] {
@@ -39,15 +43,19 @@ private[windowsketch] final class PartialSketchAggregation(
     case c: CompactBufferAggregate => c
     case _ => null
   }
+  // The operator is planned only where every aggregate is one.
+  private val sized = functions.map(_.asInstanceOf[BoundedBufferAggregate])
   private var capacity = InitialCapacity
   private var hashes = new Array[Int](capacity)
   private var keys = new Array[UnsafeRow](capacity)
   private var buffers = new Array[AnyRef](capacity * width)
+  private var slotBytes = new Array[Long](capacity) // the heap a key's buffers held after its last row
+  private var heldBytes = 0L // keys and buffers
   private var keyCount = 0
   private var aggregated = false
   private var emitting = 0 // the next table slot to look at once aggregated
   private var overflow: InternalRow = null // the first row of a key past maxKeys
-  private var outgrown = false // a buffer is past its compact bound: the rest go to `rest`
+  private var full = false // past the byte budget or a compact bound: the rest go to `rest`
   private var tail: Iterator[InternalRow] = null
   private val serialized = new GenericInternalRow(width)
   private val joined = new JoinedRow
@@ -60,9 +68,10 @@ private[windowsketch] final class PartialSketchAggregation(
       if (tail == null) {
         keys = null
         buffers = null
+        slotBytes = null
         val start = System.nanoTime() // Spark's iterator aggregates as it is made
         tail = if (overflow != null) rest(Iterator.single(overflow) ++ input)
-          else if (outgrown && input.hasNext) rest(input)
+          else if (full && input.hasNext) rest(input)
           else Iterator.empty
         aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
       }
@@ -88,13 +97,13 @@ private[windowsketch] final class PartialSketchAggregation(
   }
 
   /**
-   * Reads input rows into the table until the input ends, a key past `maxKeys` comes or a
-   * buffer outgrows its compact bound.
+   * Reads input rows into the table until the input ends, a key past `maxKeys` comes, the
+   * heap held passes the budget or a buffer outgrows its compact bound.
    */
   private def aggregate(): Unit = {
     aggregated = true
     val start = System.nanoTime()
-    while (overflow == null && !outgrown && input.hasNext) {
+    while (overflow == null && !full && input.hasNext) {
       val row = input.next()
       val key = groupingKey(row)
       val hash = key.hashCode
@@ -109,16 +118,22 @@ private[windowsketch] final class PartialSketchAggregation(
         if (keys(slot) == null) {
           keys(slot) = key.copy()
           hashes(slot) = hash
+          heldBytes += KeyObjectBytes + key.getSizeInBytes
           var i = 0
           while (i < width) { buffers(base + i) = functions(i).createAggregationBuffer(); i += 1 }
           keyCount += 1
         }
+        var bytes = 0L
         var i = 0
         while (i < width) {
           buffers(base + i) = functions(i).update(buffers(base + i), row)
-          if (compact(i) != null && !compact(i).isCompact(buffers(base + i))) outgrown = true
+          if (compact(i) != null && !compact(i).isCompact(buffers(base + i))) full = true
+          bytes += sized(i).heldBytes(buffers(base + i))
           i += 1
         }
+        heldBytes += bytes - slotBytes(slot)
+        slotBytes(slot) = bytes
+        if (heldBytes > byteBudget) full = true
         if (2 * keyCount > capacity) grow()
       }
     }
@@ -129,10 +144,12 @@ private[windowsketch] final class PartialSketchAggregation(
     val oldKeys = keys
     val oldHashes = hashes
     val oldBuffers = buffers
+    val oldBytes = slotBytes
     capacity *= 2
     keys = new Array[UnsafeRow](capacity)
     hashes = new Array[Int](capacity)
     buffers = new Array[AnyRef](capacity * width)
+    slotBytes = new Array[Long](capacity)
     val mask = capacity - 1
     var old = 0
     while (old < oldKeys.length) {
@@ -142,6 +159,7 @@ private[windowsketch] final class PartialSketchAggregation(
         while (keys(slot) != null) slot = (slot + 1) & mask
         keys(slot) = oldKeys(old)
         hashes(slot) = hash
+        slotBytes(slot) = oldBytes(old)
         System.arraycopy(oldBuffers, old * width, buffers, slot * width, width)
       }
       old += 1
@@ -151,4 +169,6 @@ private[windowsketch] final class PartialSketchAggregation(
 
 private[windowsketch] object PartialSketchAggregation {
   private val InitialCapacity = 1024
+  /** A copied key's UnsafeRow object and its byte array's header, beside the key's bytes. */
+  private val KeyObjectBytes = 56L
 }

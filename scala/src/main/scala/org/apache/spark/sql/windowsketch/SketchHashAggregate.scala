@@ -3,6 +3,7 @@ package org.apache.spark.sql.windowsketch
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
 import org.apache.spark.SparkEnv
+import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression,
@@ -19,6 +20,12 @@ import org.apache.spark.sql.internal.SQLConf
 /** An aggregate whose buffer's heap size has a bound known when the query is planned. */
 trait BoundedBufferAggregate {
   def bufferBytesBound: Long
+
+  /**
+   * The heap `buffer` holds now, read in O(1) after each of its rows: the map side's table
+   * sums it over its keys. Most buffers hold far less than the bound, which is the default.
+   */
+  def heldBytes(buffer: Any): Long = bufferBytesBound
 }
 
 /**
@@ -40,10 +47,12 @@ trait CompactBufferAggregate extends BoundedBufferAggregate {
  * guard for buffers that can grow without bound (collect_list). A GROUP BY over 10^4 keys
  * then sorts nearly every row, and that sort was a quarter of approx_window_count's time.
  * Our buffers are bounded, so each task may keep as many keys as fit its share of Spark's
- * user memory at that bound. Below that many keys (and at most
- * [[SketchHashAggregateExec.MaxTableKeys]]), the map side (partial mode) runs on a hash
- * table of our own ([[PartialSketchAggregation]]); past it, and in the other modes, on
- * Spark's iterator, with the same metrics and output.
+ * user memory at that bound. The map side (partial mode) runs on a hash table of our own
+ * ([[PartialSketchAggregation]]) while its keys and the heap their buffers hold now fit
+ * that share (`spark.windowsketch.groupBy.tableBytes` when set) and number at most
+ * [[SketchHashAggregateExec.MaxTableKeys]]: buffers hold far less than their bound until
+ * their windows hold many rows. Past it, and in the other modes, it runs on Spark's
+ * iterator, with the same metrics and output.
  * A [[CompactBufferAggregate]]'s bound holds only while its buffers are compact, so with
  * one in the plan Spark's iterator keeps Spark's own threshold.
  */
@@ -58,7 +67,8 @@ case class SketchHashAggregateExec(
     resultExpressions: Seq[NamedExpression],
     child: SparkPlan,
     bytesPerKey: Long,
-    minFallbackThreshold: Int)
+    minFallbackThreshold: Int,
+    tableBytes: Long)
   extends BaseAggregateExec {
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
@@ -86,7 +96,6 @@ case class SketchHashAggregateExec(
       val start = System.nanoTime()
       val hasInput = rows.hasNext
       val heapKeys = SketchHashAggregateExec.fallbackThreshold(bytesPerKey, minFallbackThreshold)
-      val tableKeys = math.min(SketchHashAggregateExec.MaxTableKeys, heapKeys)
       val maxKeys = if (boundWhileCompact) minFallbackThreshold else heapKeys
       def sparks(input: Iterator[InternalRow], threshold: Int) =
         new ObjectAggregationIterator(partition, child.output,
@@ -98,7 +107,8 @@ case class SketchHashAggregateExec(
         if (!hasInput && groupingExpressions.nonEmpty) Iterator.empty
         else if (ownTable) {
           // Past the table, what is left sorts as soon as Spark's iterator sees a new key.
-          ownPartialTable(partition, rows, tableKeys, sparks(_, 1))
+          val budget = if (tableBytes > 0) tableBytes else SketchHashAggregateExec.userBytesPerTask
+          ownPartialTable(partition, rows, budget, sparks(_, 1))
         } else {
           val aggregation = sparks(rows, maxKeys)
           if (hasInput) aggregation
@@ -112,7 +122,7 @@ case class SketchHashAggregateExec(
     }
   }
 
-  private def ownPartialTable(partition: Int, rows: Iterator[InternalRow], maxKeys: Int,
+  private def ownPartialTable(partition: Int, rows: Iterator[InternalRow], budget: Long,
       rest: Iterator[InternalRow] => Iterator[InternalRow]): Iterator[InternalRow] = {
     val groupingKey = UnsafeProjection.create(groupingExpressions, inputAttributes)
     groupingKey.initialize(partition)
@@ -125,7 +135,8 @@ case class SketchHashAggregateExec(
       .map(_.dataType)
     val result =
       UnsafeProjection.create((groupingExpressions.map(_.dataType) ++ bufferTypes).toArray)
-    new PartialSketchAggregation(rows, groupingKey, functions, result, maxKeys, rest,
+    new PartialSketchAggregation(rows, groupingKey, functions, result,
+      SketchHashAggregateExec.MaxTableKeys, budget, rest,
       longMetric("numOutputRows"), longMetric("aggTime"))
   }
 
@@ -159,13 +170,24 @@ object SketchHashAggregateExec {
    * running a task gets an equal share.
    */
   def fallbackThreshold(bytesPerKey: Long, sparkThreshold: Int): Int = {
+    val keys = userBytesPerTask / math.max(1L, bytesPerKey)
+    math.max(sparkThreshold.toLong, math.min(keys, Int.MaxValue.toLong)).toInt
+  }
+
+  /** A task's share of Spark's user memory (see [[fallbackThreshold]]). */
+  def userBytesPerTask: Long = {
     val runtime = Runtime.getRuntime
     val managedFraction = Option(SparkEnv.get)
       .map(_.conf.getDouble("spark.memory.fraction", 0.6)).getOrElse(0.6)
     val userBytes = (runtime.maxMemory - ReservedHeapBytes) * (1 - managedFraction)
-    val keys = userBytes / math.max(1, runtime.availableProcessors) / math.max(1L, bytesPerKey)
-    math.max(sparkThreshold.toLong, math.min(keys.toLong, Int.MaxValue.toLong)).toInt
+    (userBytes / math.max(1, runtime.availableProcessors)).toLong
   }
+
+  /**
+   * The heap the map side's table may hold a task, keys and buffers, in Spark's byte
+   * notation ("256m"): by default the task's share of user memory.
+   */
+  val TableBytesKey = "spark.windowsketch.groupBy.tableBytes"
 }
 
 /**
@@ -178,15 +200,19 @@ object SketchHashAggregates extends Rule[SparkPlan] {
 
   override def apply(plan: SparkPlan): SparkPlan =
     if (conf.contains(thresholdKey)) plan
-    else plan.transformUp {
-      case a: ObjectHashAggregateExec if a.aggregateExpressions.nonEmpty &&
-          a.aggregateExpressions.forall(_.aggregateFunction.isInstanceOf[BoundedBufferAggregate]) =>
-        val bytesPerKey = a.aggregateExpressions.map(
-          _.aggregateFunction.asInstanceOf[BoundedBufferAggregate].bufferBytesBound).sum
-        SketchHashAggregateExec(a.requiredChildDistributionExpressions, a.isStreaming,
-          a.numShufflePartitions, a.groupingExpressions, a.aggregateExpressions,
-          a.aggregateAttributes, a.initialInputBufferOffset, a.resultExpressions, a.child,
-          bytesPerKey, conf.objectAggSortBasedFallbackThreshold)
+    else {
+      val tableBytes = JavaUtils.byteStringAsBytes(
+        conf.getConfString(SketchHashAggregateExec.TableBytesKey, "0"))
+      plan.transformUp {
+        case a: ObjectHashAggregateExec if a.aggregateExpressions.nonEmpty &&
+            a.aggregateExpressions.forall(_.aggregateFunction.isInstanceOf[BoundedBufferAggregate]) =>
+          val bytesPerKey = a.aggregateExpressions.map(
+            _.aggregateFunction.asInstanceOf[BoundedBufferAggregate].bufferBytesBound).sum
+          SketchHashAggregateExec(a.requiredChildDistributionExpressions, a.isStreaming,
+            a.numShufflePartitions, a.groupingExpressions, a.aggregateExpressions,
+            a.aggregateAttributes, a.initialInputBufferOffset, a.resultExpressions, a.child,
+            bytesPerKey, conf.objectAggSortBasedFallbackThreshold, tableBytes)
+      }
     }
 }
 

@@ -51,6 +51,11 @@ abstract class WindowCountAggregate
 
   override def bufferBytesBound: Long = DyadicWindowSketch.heldBytesBound(windowLength, epsilon)
 
+  override def heldBytes(buffer: Any): Long = buffer match {
+    case d: DyadicWindowSketch => d.heldBytes
+    case _ => bufferBytesBound
+  }
+
   override def createAggregationBuffer(): WindowCountSketch =
     labelled(new DyadicWindowSketch(windowLength, epsilon))
 

@@ -216,6 +216,12 @@ case class WindowSketchMerge(
   // The sketches' parameters are in their bytes, unknown until they are read.
   override def bufferBytesBound: Long = DyadicWindowSketch.MaxHeldBytes
 
+  override def heldBytes(buffer: Any): Long = buffer.asInstanceOf[SketchUnion[WindowCountSketch]].sketch match {
+    case d: DyadicWindowSketch => d.heldBytes
+    case null => 0L // no sketch read yet
+    case _ => bufferBytesBound
+  }
+
   override def prettyName: String = WindowSketchMerge.Name
 
   override protected def maker: String = WindowSketchAgg.Name
