@@ -5,6 +5,7 @@ operator."""
 from __future__ import annotations
 
 import contextlib
+import struct
 
 import numpy as np
 import pytest
@@ -197,6 +198,46 @@ def test_null_and_string_keys_group_as_on_sparks_operator(spark, keyed_events):
     assert ours == theirs
     assert any(a is None for a, *_ in ours) and any(b is None for _, b, *_ in ours)
     assert len(ours) == 14 * 4  # 13 strings or NULL, times 0, 1, 2 or NULL
+
+
+def test_fixed_width_keys_kept_inline_group_as_on_sparks_operator(spark, keyed_events):
+    """Keys of fixed-width columns are kept as words in the table: NULLs in each column,
+    -0.0 beside 0.0 and NaN (Spark groups them as one), a date and a decimal, each a part of
+    the key, group as Spark's operator groups them."""
+    query = (f"SELECT IF(k % 11 = 0, NULL, k % 13) AS a, "
+             f"IF(k % 5 = 0, NULL, IF(k % 3 = 0, -0.0D, IF(k % 3 = 1, 0.0D, CAST('NaN' AS DOUBLE)))) AS b, "
+             f"IF(k % 7 = 0, NULL, date_add(DATE'2024-01-01', k % 2)) AS c, CAST(k % 4 AS DECIMAL(9, 2)) AS d, "
+             f"approx_window_count(v, ts, {WINDOW}, {EPS}) FROM keyed_events GROUP BY 1, 2, 3, 4")
+
+    def groups(df):  # NaN as text, so that equal rows compare equal
+        return sorted(((a, "NaN" if b != b else b, *rest) for a, b, *rest in df.collect()), key=repr)
+
+    ours = groups(spark.sql(query))
+    with fallback_threshold(spark, 2):
+        theirs = groups(spark.sql(query))
+    assert ours == theirs
+    assert {b for _, b, *_ in ours} == {None, 0.0, "NaN"}
+    assert any(a is None for a, *_ in ours) and any(c is None for _, _, c, *_ in ours)
+    assert len(ours) == len({row[:4] for row in ours})
+
+
+def test_keys_of_equal_hash_stay_apart_on_the_table(spark):
+    """Two BIGINT keys whose rows have the same 32-bit hash (UnsafeRow.hashCode, found by a
+    birthday search): the table must compare their words, not only their hashes."""
+    first, second = 195943271152, 486952300935
+    rows = [(first, t, True) for t in range(3)] + [(second, t, t > 0) for t in range(5)]
+    spark.createDataFrame(rows, "k BIGINT, ts BIGINT, v BOOLEAN").repartition(2, "ts") \
+        .createOrReplaceTempView("colliding_keys")
+    row = spark.sparkContext._jvm.org.apache.spark.sql.catalyst.expressions.UnsafeRow(1)
+
+    def row_hash(key):  # the key's row: 8 bytes of null bits, then the value
+        row.pointTo(bytearray(struct.pack("<qq", 0, key)), 16)
+        return row.hashCode()
+
+    assert row_hash(first) == row_hash(second)
+    plan = spark.sql("SELECT k, approx_window_count(v, ts, 100) FROM colliding_keys GROUP BY k")
+    assert dict(plan.collect()) == {first: 3, second: 4}
+    partial_node(final_plan(plan), 2)  # rows of both keys met on the map side's table
 
 
 def test_a_global_aggregate_of_no_rows_still_answers_one_row(spark, keyed_events):

@@ -7,7 +7,7 @@ import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression,
-  MutableProjection, NamedExpression, UnsafeProjection}
+  MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Partial,
   TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -135,7 +135,11 @@ case class SketchHashAggregateExec(
       .map(_.dataType)
     val result =
       UnsafeProjection.create((groupingExpressions.map(_.dataType) ++ bufferTypes).toArray)
-    new PartialSketchAggregation(rows, groupingKey, functions, result,
+    val keyTypes = groupingExpressions.map(_.dataType)
+    val fixedKeyBytes = if (keyTypes.forall(UnsafeRow.isFixedLength)) {
+      UnsafeRow.calculateBitSetWidthInBytes(keyTypes.length) + 8 * keyTypes.length
+    } else 0
+    new PartialSketchAggregation(rows, groupingKey, keyTypes.length, fixedKeyBytes, functions, result,
       SketchHashAggregateExec.MaxTableKeys, budget, rest,
       longMetric("numOutputRows"), longMetric("aggTime"))
   }
