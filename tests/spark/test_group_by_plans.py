@@ -221,17 +221,25 @@ def test_fixed_width_keys_kept_inline_group_as_on_sparks_operator(spark, keyed_e
     assert len(ours) == len({row[:4] for row in ours})
 
 
-def test_keys_of_equal_hash_stay_apart_on_the_table(spark):
-    """Two BIGINT keys whose rows have the same 32-bit hash (UnsafeRow.hashCode, found by a
-    birthday search): the table must compare their words, not only their hashes."""
-    first, second = 195943271152, 486952300935
+@pytest.mark.parametrize("key_type, first, second", [
+    ("BIGINT", 195943271152, 486952300935),  # kept inline in the table
+    ("STRING", "k0d752de", "k76753fb"),  # copied rows
+])
+def test_keys_of_equal_hash_stay_apart_on_the_table(spark, key_type, first, second):
+    """Two keys whose rows have the same 32-bit hash (UnsafeRow.hashCode, found by a
+    birthday search): the table must compare the keys, not only their hashes."""
     rows = [(first, t, True) for t in range(3)] + [(second, t, t > 0) for t in range(5)]
-    spark.createDataFrame(rows, "k BIGINT, ts BIGINT, v BOOLEAN").repartition(2, "ts") \
+    spark.createDataFrame(rows, f"k {key_type}, ts BIGINT, v BOOLEAN").repartition(2, "ts") \
         .createOrReplaceTempView("colliding_keys")
     row = spark.sparkContext._jvm.org.apache.spark.sql.catalyst.expressions.UnsafeRow(1)
 
-    def row_hash(key):  # the key's row: 8 bytes of null bits, then the value
-        row.pointTo(bytearray(struct.pack("<qq", 0, key)), 16)
+    def row_hash(key):  # the key's row: 8 bytes of null bits, then the value or its offset and size
+        if key_type == "BIGINT":
+            data = struct.pack("<qq", 0, key)
+        else:
+            text = key.encode()
+            data = struct.pack("<qq", 0, (16 << 32) | len(text)) + text.ljust(-(-len(text) // 8) * 8, b"\0")
+        row.pointTo(bytearray(data), len(data))
         return row.hashCode()
 
     assert row_hash(first) == row_hash(second)

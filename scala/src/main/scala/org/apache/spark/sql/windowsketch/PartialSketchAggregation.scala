@@ -14,10 +14,10 @@ import org.apache.spark.unsafe.Platform
  * hash table of its own while the task has at most `maxKeys` keys and they hold at most
  * `byteBudget` bytes of heap.
  *
- * Each row's grouping key is hashed once into an open-addressing table of keys (inline
- * longs when every key has the same `fixedKeyBytes`, copied rows otherwise: a probe then
- * reads a key without following a row to its bytes, which were out of cache at 10^4
- * keys), with the key's sketches beside it in one array, and the aggregates' own `update` is
+ * Each row's grouping key is hashed once into an open-addressing table ([[TableSlots]]:
+ * a slot's hash, heap and key in one run of longs when every key has the same
+ * `fixedKeyBytes`, so a probe reads one cache line where copied rows' bytes missed cache
+ * at 10^4 keys), with the key's sketches beside it in one array, and the aggregates' own `update` is
  * called on them: no map entries, buffer rows or per-row closures, which were most of
  * Spark's object hash aggregation's time at 10^4 keys (JDK Flight Recorder). A row with a
  * key past `maxKeys` ends the table: its partial results are emitted, and that row and the
@@ -51,10 +51,8 @@ private[windowsketch] final class PartialSketchAggregation(
   // The operator is planned only where every aggregate is one.
   private val sized = functions.map(_.asInstanceOf[BoundedBufferAggregate])
   private var capacity = InitialCapacity
-  private var hashes = new Array[Int](capacity)
-  private var keys: TableKeys = TableKeys(capacity, keyFields, fixedKeyBytes)
+  private var keys = new TableSlots(capacity, keyFields, fixedKeyBytes)
   private var buffers = new Array[AnyRef](capacity * width)
-  private var slotBytes = new Array[Long](capacity) // the heap a key's buffers held after its last row
   private var heldBytes = 0L // keys and buffers
   private var keyCount = 0
   private var aggregated = false
@@ -73,7 +71,6 @@ private[windowsketch] final class PartialSketchAggregation(
       if (tail == null) {
         keys = null
         buffers = null
-        slotBytes = null
         val start = System.nanoTime() // Spark's iterator aggregates as it is made
         tail = if (overflow != null) rest(Iterator.single(overflow) ++ input)
           else if (full && input.hasNext) rest(input)
@@ -114,15 +111,12 @@ private[windowsketch] final class PartialSketchAggregation(
       val hash = key.hashCode
       val mask = capacity - 1
       var slot = (hash ^ (hash >>> 16)) & mask
-      while (keys.filled(slot) && !(hashes(slot) == hash && keys.matches(slot, key))) {
-        slot = (slot + 1) & mask
-      }
+      while (keys.filled(slot) && !keys.matches(slot, hash, key)) slot = (slot + 1) & mask
       if (!keys.filled(slot) && keyCount == maxKeys) overflow = row.copy()
       else {
         val base = slot * width
         if (!keys.filled(slot)) {
-          keys.put(slot, key)
-          hashes(slot) = hash
+          keys.put(slot, hash, key)
           heldBytes += KeyObjectBytes + key.getSizeInBytes
           var i = 0
           while (i < width) { buffers(base + i) = functions(i).createAggregationBuffer(); i += 1 }
@@ -136,8 +130,8 @@ private[windowsketch] final class PartialSketchAggregation(
           bytes += sized(i).heldBytes(buffers(base + i))
           i += 1
         }
-        heldBytes += bytes - slotBytes(slot)
-        slotBytes(slot) = bytes
+        heldBytes += bytes - keys.bytes(slot)
+        keys.setBytes(slot, bytes)
         if (heldBytes > byteBudget) full = true
         if (2 * keyCount > capacity) grow()
       }
@@ -147,24 +141,19 @@ private[windowsketch] final class PartialSketchAggregation(
 
   private def grow(): Unit = {
     val oldKeys = keys
-    val oldHashes = hashes
     val oldBuffers = buffers
-    val oldBytes = slotBytes
+    val oldCapacity = capacity
     capacity *= 2
-    keys = TableKeys(capacity, keyFields, fixedKeyBytes)
-    hashes = new Array[Int](capacity)
+    keys = new TableSlots(capacity, keyFields, fixedKeyBytes)
     buffers = new Array[AnyRef](capacity * width)
-    slotBytes = new Array[Long](capacity)
     val mask = capacity - 1
     var old = 0
-    while (old < oldHashes.length) {
+    while (old < oldCapacity) {
       if (oldKeys.filled(old)) {
-        val hash = oldHashes(old)
+        val hash = oldKeys.hash(old)
         var slot = (hash ^ (hash >>> 16)) & mask
         while (keys.filled(slot)) slot = (slot + 1) & mask
         oldKeys.moveTo(old, keys, slot)
-        hashes(slot) = hash
-        slotBytes(slot) = oldBytes(old)
         System.arraycopy(oldBuffers, old * width, buffers, slot * width, width)
       }
       old += 1
@@ -178,81 +167,81 @@ private[windowsketch] object PartialSketchAggregation {
   private val KeyObjectBytes = 56L
 }
 
-/** The table's keys by slot. */
-private[windowsketch] abstract class TableKeys {
-  def filled(slot: Int): Boolean
-  def matches(slot: Int, key: UnsafeRow): Boolean
-  def put(slot: Int, key: UnsafeRow): Unit
-  /** The key at `slot` as a row, valid until the next call. */
-  def row(slot: Int): UnsafeRow
-  def clear(slot: Int): Unit
-  def moveTo(slot: Int, to: TableKeys, toSlot: Int): Unit
-}
-
-private[windowsketch] object TableKeys {
-  /** Inline keys when every key is `fixedKeyBytes` long (0: not fixed), else copied rows. */
-  def apply(capacity: Int, fields: Int, fixedKeyBytes: Int): TableKeys =
-    if (fixedKeyBytes > 0) new InlineKeys(capacity, fields, fixedKeyBytes / 8)
-    else new CopiedKeys(capacity)
-}
-
-/** Keys as copies of their rows (keys of variable length: strings, arrays). */
-private final class CopiedKeys(capacity: Int) extends TableKeys {
-  private val rows = new Array[UnsafeRow](capacity)
-  def filled(slot: Int): Boolean = rows(slot) != null
-  def matches(slot: Int, key: UnsafeRow): Boolean = rows(slot).equals(key)
-  def put(slot: Int, key: UnsafeRow): Unit = rows(slot) = key.copy()
-  def row(slot: Int): UnsafeRow = rows(slot)
-  def clear(slot: Int): Unit = rows(slot) = null
-  def moveTo(slot: Int, to: TableKeys, toSlot: Int): Unit =
-    to.asInstanceOf[CopiedKeys].rows(toSlot) = rows(slot)
-}
-
 /**
- * Keys of one fixed length (every grouping column fixed-width: the null bits and one word a
- * field), `words` longs a slot in one array: equal rows are equal words.
+ * The table's slots: for each, whether it holds a key, the key's hash, the heap its buffers
+ * held after its last row, and the key. A slot is one run of longs: a tag (the hash and a
+ * bit that says the slot is filled), the heap, then the key's words when every key has one
+ * fixed length (every grouping column fixed-width: the null bits and one word a field;
+ * equal rows are equal words), so a probe reads one cache line. Other keys are copied rows.
  */
-private final class InlineKeys(capacity: Int, fields: Int, words: Int) extends TableKeys {
-  private val data = new Array[Long](capacity * words)
-  private val used = new Array[Boolean](capacity)
-  private val bytes = new Array[Byte](8 * words)
+private[windowsketch] final class TableSlots(capacity: Int, fields: Int, fixedKeyBytes: Int) {
+  private val words = fixedKeyBytes / 8
+  private val stride = 2 + words
+  private val data = new Array[Long](capacity * stride)
+  private val copied = if (words == 0) new Array[UnsafeRow](capacity) else null
+  // The row an inline key is read back into, valid until the next read.
+  private val bytes = new Array[Byte](fixedKeyBytes)
   private val out = new UnsafeRow(fields)
   out.pointTo(bytes, bytes.length)
 
-  def filled(slot: Int): Boolean = used(slot)
+  private def tagOf(hash: Int): Long = (hash & 0xFFFFFFFFL) | TableSlots.Filled
 
-  def matches(slot: Int, key: UnsafeRow): Boolean = {
-    val base = key.getBaseObject
-    val offset = key.getBaseOffset
-    val at = slot * words
-    var w = 0
-    while (w < words && Platform.getLong(base, offset + 8L * w) == data(at + w)) w += 1
-    w == words
-  }
+  def filled(slot: Int): Boolean = data(slot * stride) != 0L
+  def hash(slot: Int): Int = data(slot * stride).toInt
+  def bytes(slot: Int): Long = data(slot * stride + 1)
+  def setBytes(slot: Int, held: Long): Unit = data(slot * stride + 1) = held
 
-  def put(slot: Int, key: UnsafeRow): Unit = {
-    assert(key.getSizeInBytes == 8 * words, s"a key of ${key.getSizeInBytes} bytes, not ${8 * words}")
-    val base = key.getBaseObject
-    val offset = key.getBaseOffset
-    var w = 0
-    while (w < words) { data(slot * words + w) = Platform.getLong(base, offset + 8L * w); w += 1 }
-    used(slot) = true
-  }
-
-  def row(slot: Int): UnsafeRow = {
-    var w = 0
-    while (w < words) {
-      Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + 8L * w, data(slot * words + w))
-      w += 1
+  /** Whether the filled `slot` holds `key`, whose hash is `hash`. */
+  def matches(slot: Int, hash: Int, key: UnsafeRow): Boolean = {
+    val at = slot * stride
+    if (data(at) != tagOf(hash)) false
+    else if (words == 0) copied(slot).equals(key)
+    else {
+      val base = key.getBaseObject
+      val offset = key.getBaseOffset
+      var w = 0
+      while (w < words && Platform.getLong(base, offset + 8L * w) == data(at + 2 + w)) w += 1
+      w == words
     }
-    out
   }
 
-  def clear(slot: Int): Unit = used(slot) = false
-
-  def moveTo(slot: Int, to: TableKeys, toSlot: Int): Unit = {
-    val into = to.asInstanceOf[InlineKeys]
-    System.arraycopy(data, slot * words, into.data, toSlot * words, words)
-    into.used(toSlot) = true
+  def put(slot: Int, hash: Int, key: UnsafeRow): Unit = {
+    val at = slot * stride
+    data(at) = tagOf(hash)
+    data(at + 1) = 0L
+    if (words == 0) copied(slot) = key.copy()
+    else {
+      assert(key.getSizeInBytes == fixedKeyBytes, s"a key of ${key.getSizeInBytes} bytes, not $fixedKeyBytes")
+      val base = key.getBaseObject
+      val offset = key.getBaseOffset
+      var w = 0
+      while (w < words) { data(at + 2 + w) = Platform.getLong(base, offset + 8L * w); w += 1 }
+    }
   }
+
+  /** The key at `slot` as a row, valid until the next call. */
+  def row(slot: Int): UnsafeRow =
+    if (words == 0) copied(slot)
+    else {
+      var w = 0
+      while (w < words) {
+        Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + 8L * w, data(slot * stride + 2 + w))
+        w += 1
+      }
+      out
+    }
+
+  def clear(slot: Int): Unit = {
+    data(slot * stride) = 0L
+    if (words == 0) copied(slot) = null
+  }
+
+  def moveTo(slot: Int, to: TableSlots, toSlot: Int): Unit = {
+    System.arraycopy(data, slot * stride, to.data, toSlot * stride, stride)
+    if (words == 0) to.copied(toSlot) = copied(slot)
+  }
+}
+
+private object TableSlots {
+  private val Filled = 1L << 32
 }
