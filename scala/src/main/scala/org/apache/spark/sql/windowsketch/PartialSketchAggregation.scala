@@ -68,15 +68,8 @@ private[windowsketch] final class PartialSketchAggregation(
     while (emitting < capacity && !keys.filled(emitting)) emitting += 1
     if (emitting < capacity) true
     else {
-      if (tail == null) {
-        keys = null
-        buffers = null
-        val start = System.nanoTime() // Spark's iterator aggregates as it is made
-        tail = if (overflow != null) rest(Iterator.single(overflow) ++ input)
-          else if (full && input.hasNext) rest(input)
-          else Iterator.empty
-        aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
-      }
+      keys = null
+      buffers = null
       tail.hasNext
     }
   }
@@ -100,7 +93,8 @@ private[windowsketch] final class PartialSketchAggregation(
 
   /**
    * Reads input rows into the table until the input ends, a key past `maxKeys` comes, the
-   * heap held passes the budget or a buffer outgrows its compact bound.
+   * heap held passes the budget or a buffer outgrows its compact bound; then hands what is
+   * left to `rest`, which aggregates it as it is made, so the table is complete after.
    */
   private def aggregate(): Unit = {
     aggregated = true
@@ -109,34 +103,82 @@ private[windowsketch] final class PartialSketchAggregation(
       val row = input.next()
       val key = groupingKey(row)
       val hash = key.hashCode
-      val mask = capacity - 1
-      var slot = (hash ^ (hash >>> 16)) & mask
-      while (keys.filled(slot) && !keys.matches(slot, hash, key)) slot = (slot + 1) & mask
+      val slot = slotOf(key, hash)
       if (!keys.filled(slot) && keyCount == maxKeys) overflow = row.copy()
       else {
-        val base = slot * width
-        if (!keys.filled(slot)) {
-          keys.put(slot, hash, key)
-          heldBytes += KeyObjectBytes + key.getSizeInBytes
-          var i = 0
-          while (i < width) { buffers(base + i) = functions(i).createAggregationBuffer(); i += 1 }
-          keyCount += 1
-        }
-        var bytes = 0L
-        var i = 0
-        while (i < width) {
-          buffers(base + i) = functions(i).update(buffers(base + i), row)
-          if (compact(i) != null && !compact(i).isCompact(buffers(base + i))) full = true
-          bytes += sized(i).heldBytes(buffers(base + i))
-          i += 1
-        }
-        heldBytes += bytes - keys.bytes(slot)
-        keys.setBytes(slot, bytes)
-        if (heldBytes > byteBudget) full = true
-        if (2 * keyCount > capacity) grow()
+        if (!keys.filled(slot)) insert(slot, key, hash)
+        update(slot, row)
       }
     }
+    tail = if (overflow != null || (full && input.hasNext)) rest(new RowsOffTable(overflow))
+      else Iterator.empty
     aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
+  }
+
+  /** The slot that holds `key`, or the empty one where it would go. */
+  private def slotOf(key: UnsafeRow, hash: Int): Int = {
+    val mask = capacity - 1
+    var slot = (hash ^ (hash >>> 16)) & mask
+    while (keys.filled(slot) && !keys.matches(slot, hash, key)) slot = (slot + 1) & mask
+    slot
+  }
+
+  private def insert(slot: Int, key: UnsafeRow, hash: Int): Unit = {
+    keys.put(slot, hash, key)
+    heldBytes += KeyObjectBytes + key.getSizeInBytes
+    val base = slot * width
+    var i = 0
+    while (i < width) { buffers(base + i) = functions(i).createAggregationBuffer(); i += 1 }
+    keyCount += 1
+  }
+
+  /** `row` into its key's buffers at `slot`; past the budget or a compact bound, `full`. */
+  private def update(slot: Int, row: InternalRow): Unit = {
+    val base = slot * width
+    var bytes = 0L
+    var i = 0
+    while (i < width) {
+      buffers(base + i) = functions(i).update(buffers(base + i), row)
+      if (compact(i) != null && !compact(i).isCompact(buffers(base + i))) full = true
+      bytes += sized(i).heldBytes(buffers(base + i))
+      i += 1
+    }
+    heldBytes += bytes - keys.bytes(slot)
+    keys.setBytes(slot, bytes)
+    if (heldBytes > byteBudget) full = true
+    if (2 * keyCount > capacity) grow()
+  }
+
+  /**
+   * The input left once the table holds `maxKeys` keys (`first`: the row of the key past
+   * them) or is full: while it is not full, a row of a key on the table still goes into the
+   * table, and only the others pass to `rest` (past 16,384 keys a task, most rows of a GROUP
+   * BY over 2·10^4 keys are of keys on the table); once it is full, every row passes.
+   */
+  private final class RowsOffTable(first: InternalRow) extends Iterator[InternalRow] {
+    private var waiting: InternalRow = first
+
+    override def hasNext: Boolean = {
+      while (waiting == null && input.hasNext) {
+        val row = input.next()
+        if (full) waiting = row
+        else {
+          val key = groupingKey(row)
+          val hash = key.hashCode
+          val slot = slotOf(key, hash)
+          if (keys.filled(slot)) update(slot, row) else waiting = row
+        }
+      }
+      waiting != null
+    }
+
+    // `rest` reads each row before it asks for the next, so the input's row needs no copy.
+    override def next(): InternalRow = {
+      if (!hasNext) throw new NoSuchElementException("no more rows")
+      val row = waiting
+      waiting = null
+      row
+    }
   }
 
   private def grow(): Unit = {
