@@ -163,6 +163,13 @@ def test_past_the_tables_bytes_the_rest_sorts_and_every_key_answers_as_one_sketc
             assert abs(estimate - exact) <= eps * exact, (key, estimate, exact)
 
 
+@pytest.mark.parametrize("value", ["lots", "0", "-5m"])
+def test_a_table_size_that_is_not_a_positive_size_is_refused_by_name(spark, keyed_events, value):
+    with table_bytes(spark, value), pytest.raises(Exception) as error:
+        spark.sql(QUERY).collect()
+    assert f"{TABLE_BYTES} must be a positive size such as 256m or 1g, got '{value}'" in str(error.value)
+
+
 def test_past_the_tables_keys_every_key_answers_its_exact_count(spark):
     """More keys a task than the table holds (MaxTableKeys), spread over both tasks: the
     rest sorts, and every key's count equals the exact count of its window (a handful of

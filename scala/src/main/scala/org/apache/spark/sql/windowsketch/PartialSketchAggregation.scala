@@ -19,13 +19,13 @@ import org.apache.spark.unsafe.Platform
  * `fixedKeyBytes`, so a probe reads one cache line where copied rows' bytes missed cache
  * at 10^4 keys), with the key's sketches beside it in one array, and the aggregates' own `update` is
  * called on them: no map entries, buffer rows or per-row closures, which were most of
- * Spark's object hash aggregation's time at 10^4 keys (JDK Flight Recorder). A row with a
- * key past `maxKeys` ends the table: its partial results are emitted, and that row and the
- * rest of the input go to `rest` (Spark's own iterator, which sorts them). So does a row
- * after which the keys and their buffers hold more than `byteBudget` (each buffer's
- * [[BoundedBufferAggregate.heldBytes]], read after its row), or a
- * [[CompactBufferAggregate]]'s buffer is no longer compact (its bytes are counted at the
- * compact bound): the rows after it go to `rest`. Partial
+ * Spark's object hash aggregation's time at 10^4 keys (JDK Flight Recorder). Past `maxKeys`
+ * keys, rows of keys on the table still go into it and the others go to `rest` (Spark's
+ * own iterator, which sorts them). Once the keys and their buffers hold more than
+ * `byteBudget` (each buffer's [[BoundedBufferAggregate.heldBytes]], read after its row), or
+ * a [[CompactBufferAggregate]]'s buffer is no longer compact (its bytes are counted at the
+ * compact bound), every row after goes to `rest`. The table's partial results are emitted
+ * once `rest` has read the input. Partial
  * aggregation allows a key's partial results to come out in several rows: the final side
  * merges them into what one sketch of all its rows would hold.
  */
@@ -106,8 +106,12 @@ private[windowsketch] final class PartialSketchAggregation(
       val slot = slotOf(key, hash)
       if (!keys.filled(slot) && keyCount == maxKeys) overflow = row.copy()
       else {
-        if (!keys.filled(slot)) insert(slot, key, hash)
-        update(slot, row)
+        if (keys.filled(slot)) update(slot, row)
+        else {
+          insert(slot, key, hash)
+          update(slot, row)
+          if (2 * keyCount > capacity) grow()
+        }
       }
     }
     tail = if (overflow != null || (full && input.hasNext)) rest(new RowsOffTable(overflow))
@@ -117,11 +121,13 @@ private[windowsketch] final class PartialSketchAggregation(
 
   /** The slot that holds `key`, or the empty one where it would go. */
   private def slotOf(key: UnsafeRow, hash: Int): Int = {
-    val mask = capacity - 1
-    var slot = (hash ^ (hash >>> 16)) & mask
-    while (keys.filled(slot) && !keys.matches(slot, hash, key)) slot = (slot + 1) & mask
+    var slot = home(hash)
+    while (keys.filled(slot) && !keys.matches(slot, hash, key)) slot = (slot + 1) & (capacity - 1)
     slot
   }
+
+  /** Where a key of `hash` is looked for first. */
+  private def home(hash: Int): Int = (hash ^ (hash >>> 16)) & (capacity - 1)
 
   private def insert(slot: Int, key: UnsafeRow, hash: Int): Unit = {
     keys.put(slot, hash, key)
@@ -146,7 +152,6 @@ private[windowsketch] final class PartialSketchAggregation(
     heldBytes += bytes - keys.bytes(slot)
     keys.setBytes(slot, bytes)
     if (heldBytes > byteBudget) full = true
-    if (2 * keyCount > capacity) grow()
   }
 
   /**
@@ -188,13 +193,11 @@ private[windowsketch] final class PartialSketchAggregation(
     capacity *= 2
     keys = new TableSlots(capacity, keyFields, fixedKeyBytes)
     buffers = new Array[AnyRef](capacity * width)
-    val mask = capacity - 1
     var old = 0
     while (old < oldCapacity) {
       if (oldKeys.filled(old)) {
-        val hash = oldKeys.hash(old)
-        var slot = (hash ^ (hash >>> 16)) & mask
-        while (keys.filled(slot)) slot = (slot + 1) & mask
+        var slot = home(oldKeys.hash(old))
+        while (keys.filled(slot)) slot = (slot + 1) & (capacity - 1)
         oldKeys.moveTo(old, keys, slot)
         System.arraycopy(oldBuffers, old * width, buffers, slot * width, width)
       }
@@ -222,9 +225,9 @@ private[windowsketch] final class TableSlots(capacity: Int, fields: Int, fixedKe
   private val data = new Array[Long](capacity * stride)
   private val copied = if (words == 0) new Array[UnsafeRow](capacity) else null
   // The row an inline key is read back into, valid until the next read.
-  private val bytes = new Array[Byte](fixedKeyBytes)
+  private val keyBytes = new Array[Byte](fixedKeyBytes)
   private val out = new UnsafeRow(fields)
-  out.pointTo(bytes, bytes.length)
+  out.pointTo(keyBytes, keyBytes.length)
 
   private def tagOf(hash: Int): Long = (hash & 0xFFFFFFFFL) | TableSlots.Filled
 
@@ -267,7 +270,7 @@ private[windowsketch] final class TableSlots(capacity: Int, fields: Int, fixedKe
     else {
       var w = 0
       while (w < words) {
-        Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + 8L * w, data(slot * stride + 2 + w))
+        Platform.putLong(keyBytes, Platform.BYTE_ARRAY_OFFSET + 8L * w, data(slot * stride + 2 + w))
         w += 1
       }
       out

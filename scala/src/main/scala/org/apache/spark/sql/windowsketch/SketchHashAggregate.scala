@@ -192,6 +192,18 @@ object SketchHashAggregateExec {
    * notation ("256m"): by default the task's share of user memory.
    */
   val TableBytesKey = "spark.windowsketch.groupBy.tableBytes"
+
+  /** [[TableBytesKey]]'s value as bytes: a positive size, or an error naming the setting. */
+  def tableBytes(value: String): Long = {
+    val bytes = try JavaUtils.byteStringAsBytes(value.trim) catch {
+      case _: NumberFormatException => -1L
+    }
+    if (bytes <= 0) {
+      throw new IllegalArgumentException(
+        s"$TableBytesKey must be a positive size such as 256m or 1g, got '$value'")
+    }
+    bytes
+  }
 }
 
 /**
@@ -205,8 +217,10 @@ object SketchHashAggregates extends Rule[SparkPlan] {
   override def apply(plan: SparkPlan): SparkPlan =
     if (conf.contains(thresholdKey)) plan
     else {
-      val tableBytes = JavaUtils.byteStringAsBytes(
-        conf.getConfString(SketchHashAggregateExec.TableBytesKey, "0"))
+      val tableBytes = conf.getConfString(SketchHashAggregateExec.TableBytesKey, null) match {
+        case null => 0L // a task's share of user memory
+        case set => SketchHashAggregateExec.tableBytes(set)
+      }
       plan.transformUp {
         case a: ObjectHashAggregateExec if a.aggregateExpressions.nonEmpty &&
             a.aggregateExpressions.forall(_.aggregateFunction.isInstanceOf[BoundedBufferAggregate]) =>
