@@ -12,9 +12,10 @@ FAMILIES = ["count", "sum", "distinct", "moments", "percentile", "top_k"]
 MB = 1 << 20
 
 
-def held(sketches, family: str, rows: int, ordered: bool) -> int:
+def held(sketches, family: str, rows: int, ordered: bool, copies: int = 1) -> int:
+    """Heap per structure; several copies lift a small one above the collector's noise."""
     eps = 0.05 if family == "distinct" else 0.01  # distinct's parameter is its rsd
-    return int(sketches.throughput.heldHeapBytes(family, rows, 10**12, eps, ordered, 1))
+    return int(sketches.throughput.heldHeapBytes(family, rows, 10**12, eps, ordered, copies))
 
 
 @pytest.mark.parametrize("ordered", [True, False], ids=["in-order", "any-order"])
@@ -66,4 +67,5 @@ def test_a_sample_holds_about_k_ln_n_over_k_rows(sketches, ordered):
         expected = 5 * (1 + math.log(rows / 5))
         got = throughput.sampleHeldRows(rows, 10**12, ordered)
         assert expected / 2 < got < 2 * expected, (rows, got, expected)
-    assert held(sketches, "sample", 10**6, ordered) < 64 * 1024
+    # A sample is a few KB: one copy's figure jumped to 110 KB with the collector on 3.5.
+    assert held(sketches, "sample", 10**6, ordered, copies=8) < 64 * 1024
