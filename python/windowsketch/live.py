@@ -136,7 +136,9 @@ def moments(x: ColumnOrName, eps: float = 0.01) -> LiveAggregate:
     skipped), as a struct ``avg, var_pop, var_samp, stddev_pop, stddev_samp`` of DOUBLEs
     (NULL as Spark's: no values; one, for the sample forms), with the guarantees of
     :func:`windowsketch.functions.approx_window_avg`, ``_variance`` and ``_stddev``: the
-    ingredients of a z-score per key and tick. NaN or infinite values stop the query."""
+    ingredients of a z-score per key and tick. Where the ticks cut the window into at most
+    1,024 slices of time (``gcd(window, every)`` wide) the answers are exact, from each
+    slice's count, mean and M2. NaN or infinite values stop the query."""
     return LiveAggregate("moments", _checked(x, "x"), "moments", _accuracy(eps, "eps"))
 
 
@@ -144,10 +146,11 @@ def top_k(x: ColumnOrName, k: int, eps: float = 0.01) -> LiveAggregate:
     """The ``k`` most frequent non-NULL values of ``x`` (BOOLEAN, numeric, STRING, DATE or
     TIMESTAMP) in the window, as an array of structs ``item, count, lower, upper`` ordered
     by count (ties by the larger lower bound, then by item; empty for an empty window), with
-    ``lower <= exact <= upper``: exact counts while a key's window holds at most
-    ``2**floor(log2(8 / eps))`` rows (512 at eps 0.01), then ``upper - lower <= eps * n``
-    in state set by eps, as :func:`windowsketch.functions.approx_window_top_k` counts them
-    in a running frame."""
+    ``lower <= exact <= upper``: exact counts while a key holds at most
+    ``2**floor(log2(8 / eps))`` counters (512 at eps 0.01; one per distinct value of each
+    slice of time the ticks cut), then ``upper - lower <= eps * n`` from a Misra-Gries
+    summary of ``ceil(1 / eps) - 1`` counters a slice (past 128 slices, as
+    :func:`windowsketch.functions.approx_window_top_k` counts them in a running frame)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"`k` must be a positive int (how many values to list), got {k!r}")
     if k > _MAX_K:

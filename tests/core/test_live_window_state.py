@@ -9,8 +9,9 @@ working, never a crash.
 writes the golden states with whatever jar the session loads: it wrote
 tests/golden/live/window_*.bin, with version 1 but for window_alerts_positions (version 2,
 the first with alerts), window_moments_positions and window_top_k_positions (version 2,
-the first with moments and top values) and window_percentile_compact_positions (version 2,
-percentiles past the exact limit, after the compact nodes' variance budgets)."""
+the first with moments and top values), window_percentile_compact_positions (version 2,
+percentiles past the exact limit, after the compact nodes' variance budgets) and
+window_sliced_* (version 4, percentiles, moments and top values a summary a tick slice)."""
 from __future__ import annotations
 
 import collections
@@ -18,6 +19,7 @@ import os
 import re
 import sys
 import zlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -46,13 +48,25 @@ SCENARIOS = {
     "window_top_k_bounded_positions": (3000, 100, "count:0.05,top_k:3:0.1"),
     # Samples of 3 over windows of ~50 rows, rows equal in time and value among them.
     "window_sample_positions": (100, 10, "count:0.05,sample:3:7"),
+    # Version 4: moments and top values a summary a tick slice, slices pruning at eps 0.3;
+    # in time the slices start at a tick (the window's newest instant begins the next one).
+    "window_sliced_positions": (100, 10, "count:0.05,moments:0.3,top_k:3:0.3"),
+    "window_sliced_time": (600_000_001, 60_000_000,
+                           "count:0.05,moments:0.01,top_k:3:0.25,percentile:0.01:0.5:0.9"),
+    # Version 4: percentiles a summary a tick slice, compacting past 128 values (eps 0.3).
+    "window_sliced_percentile_positions": (3000, 100, "count:0.05,percentile:0.3:0.5:0.99"),
 }
-# Scenarios whose percentile or top-k slide is past its exact limit at the stop.
-BOUNDED = {"window_percentile_compact_positions", "window_top_k_bounded_positions"}
+# Golden states of versions 2 and 3 whose percentiles, moments or top values a key resumes
+# in the running frames' form (compact nodes, buckets, bounded counts), where a new key
+# keeps tick slices: their answers are checked against the exact windows instead of a key
+# that never stopped.
+ORDERED_GOLDEN = {"window_moments_positions", "window_top_k_positions",
+                  "window_top_k_bounded_positions", "window_percentile_compact_positions"}
 # Golden states of version 3 stopped at a watermark between ticks, with final inputs
 # already in the slides (`_folded`); window_top_k_bounded_positions is of version 3 too.
 FOLDED_GOLDEN = ["window_mix_positions", "window_percentile_compact_positions",
-                 "window_top_k_bounded_positions"]
+                 "window_top_k_bounded_positions", "window_sliced_positions",
+                 "window_sliced_percentile_positions"]
 # Golden states whose percentile window version 2 wrote compressed (kind 8) where memory
 # held pending leaves: a key resumed from one continues from the compressed nodes, so its
 # percentiles are checked against the exact windows instead of a key that never stopped.
@@ -125,9 +139,9 @@ def load(name: str) -> bytes:
         return f.read()
 
 
-def slide_forms(sketches, name, state) -> list[str]:
+def slide_forms(sketches, name, state, every=None) -> str:
     w, e, a = SCENARIOS[name]
-    return str(sketches.replay.liveSlideForms(w, e, a, state)).split(",")
+    return str(sketches.replay.liveSlideForms(w, every or e, a, state))
 
 
 @pytest.mark.parametrize("stop_at", ["tick", "watermark"])
@@ -139,26 +153,43 @@ def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name, stop_
     before, tick, after, end, stop = inputs(name)
     up_to = tick if stop_at == "tick" else stop
     state, first = live_window(sketches, name, b"", before, up_to)
-    assert state[:2] == bytes([0x57, 3])
+    assert state[:2] == bytes([0x57, 4])
     every = SCENARIOS[name][1]
     last_tick = up_to - up_to % every
     folds = any(last_tick < r[0] <= up_to for r in before)
     assert folds == (stop_at == "watermark"), name
     assert bool(state[2] & 4) == folds, name  # the state's flag for folded inputs
-    assert ("bounded" in slide_forms(sketches, name, state)) == (name in BOUNDED), name
+    forms = slide_forms(sketches, name, state)
+    # Every scenario's ticks slice its window: percentiles, moments and top values keep slices.
+    assert forms.count("sliced") == sum(a.split(":")[0] in ("percentile", "moments", "top_k")
+                                        for a in SCENARIOS[name][2].split(",")), (name, forms)
     final, rest = live_window(sketches, name, state, after, end)
     straight_state, straight = live_window(sketches, name, b"", before + after, end)
     assert first + rest == straight and final == straight_state
     assert len(rest) >= 10 and rest[-1].split("|")[1].startswith("0,0,0"), name  # the last row: empty
-    if stop_at == "tick" and name in COMPACTED_GOLDEN:
-        resumed = live_window(sketches, name, load(name), after, end)[1]
+    goldens = {"tick": name, "watermark": f"{name}_folded" if name in FOLDED_GOLDEN else None}
+    golden = goldens[stop_at]
+    if golden is None:
+        pass
+    elif (stop_at == "tick" and name in COMPACTED_GOLDEN) or name in ORDERED_GOLDEN:
+        resumed = live_window(sketches, name, load(golden), after, end)[1]
         assert [r.split("|")[:2] for r in resumed] == [r.split("|")[:2] for r in rest]
-        check_percentiles_against_exact(before + after, resumed, name)
-    elif stop_at == "tick":
-        # The golden state (of versions 1 to 3) resumes to the same rows.
-        assert live_window(sketches, name, load(name), after, end)[1] == rest
-    elif name in FOLDED_GOLDEN:
-        assert live_window(sketches, name, load(f"{name}_folded"), after, end)[1] == rest
+        if name in COMPACTED_GOLDEN:
+            check_percentiles_against_exact(before + after, resumed, name)
+        check_moments_against_exact(before + after, resumed, name)
+        check_top_values_against_exact(before + after, resumed, name)
+    else:
+        # The golden state (of versions 1 to 4) resumes to the same rows.
+        assert live_window(sketches, name, load(golden), after, end)[1] == rest
+    approximate = check_percentiles_against_exact(before + after, first + rest, name)
+    # Compacted past the exact limit: the percentile scenarios at eps 0.3.
+    assert (approximate > 0) == (name in ("window_sliced_percentile_positions",
+                                          "window_percentile_compact_positions")), (name, approximate)
+    check_moments_against_exact(before + after, first + rest, name)
+    widened = check_top_values_against_exact(before + after, first + rest, name)
+    # Slices pruned past the exact limit (16 counters at eps 0.3, 32 at 0.25, 64 at 0.1).
+    pruned = {"window_sliced_positions", "window_sliced_time", "window_top_k_bounded_positions"}
+    assert (widened > 0) == (name in pruned), (name, widened)
     if "sample" in SCENARIOS[name][2]:
         check_samples_against_exact(before + after, first + rest, name)
 
@@ -189,36 +220,102 @@ def check_samples_against_exact(rows, lines, name):
     assert equal_rows > 0, name
 
 
+def family_slides(name, family):
+    """(slide index, the aggregate's parameters) of each aggregate of `family` in a scenario."""
+    aggregates = SCENARIOS[name][2].split(",")
+    return [(i, [float(x) for x in a.split(":")[1:]]) for i, a in enumerate(aggregates)
+            if a.split(":")[0] == family]
+
+
+def check_moments_against_exact(rows, lines, name):
+    """Each emitted average and sample variance against exact rational arithmetic over its
+    tick's window: within eps (ordered form) and, where the slide keeps tick slices, exact
+    with a closed bracket."""
+    window = SCENARIOS[name][0]
+    for index, (eps,) in family_slides(name, "moments"):
+        mine = [r for r in rows if r[1] == index]
+        ts = np.array([r[0] for r in mine], dtype=np.int64)
+        values = np.array([r[2] for r in mine], dtype=np.int64).view(np.float64)
+        exact = Exact(values)
+        for line in lines:
+            tick = int(line.split("|")[0])
+            n, mean, m2 = exact.of((ts <= tick) & (ts > tick - window))
+            for stat, text in zip(["avg", "var_samp"], line.split("|")[1 + index].split(";")):
+                got = None if text == "null" else [float(x) for x in text.split(",")]
+                check_statistic(stat, *(got or [None] * 3), n, mean, m2, eps, (name, tick))
+                if got is not None and name not in ORDERED_GOLDEN:
+                    check_statistic(stat, got[0], None, None, n, mean, m2, 0.0, (name, tick))
+                    assert got[1] == got[2], (name, tick, got)
+
+
+def check_top_values_against_exact(rows, lines, name):
+    """Each listed item's bounds hold its exact count in its tick's window, at most eps n
+    apart; the list is as long as the window's distinct items allow. Returns how many
+    listed counts were bounded rather than exact."""
+    window = SCENARIOS[name][0]
+    widened = 0
+    for index, (k, *eps) in family_slides(name, "top_k"):
+        eps = eps[0] if eps else 0.01
+        for line in lines:
+            tick = int(line.split("|")[0])
+            counts = collections.Counter(int(v) for t, w, v in rows
+                                         if w == index and tick - window < t <= tick)
+            n = sum(counts.values())
+            listed = [tuple(int(x) for x in c.split(":"))
+                      for c in line.split("|")[1 + index].split(",") if c]
+            assert len(listed) == min(int(k), len(counts)), (name, tick)
+            for item, estimate, lower, upper in listed:
+                assert lower <= counts[item] <= upper and upper - lower <= eps * n, (name, tick, item)
+                assert lower <= estimate <= upper, (name, tick, item)
+                widened += upper > lower
+    return widened
+
+
 def check_percentiles_against_exact(rows, lines, name):
-    """Each emitted percentile (slide 1) is a value of its tick's window whose rank is
-    within eps n of p n."""
-    window, _, aggregates = SCENARIOS[name]
-    eps, *percentages = (float(x) for x in aggregates.split(",")[1].split(":")[1:])
+    """Each emitted percentile is a value of its tick's window whose rank is within eps n
+    of p n; for a key whose windows stay within half the exact limit (64 / eps rounded down
+    to a power of two; between ticks a key also holds the rows folded for the next one),
+    Spark's exact percentile. Returns how many answers were not the exact percentile."""
+    window = SCENARIOS[name][0]
     ts = np.array([r[0] for r in rows], dtype=np.int64)
     which = np.array([r[1] for r in rows])
     values = np.array([r[2] for r in rows], dtype=np.int64).view(np.float64)
-    for line in lines:
-        tick = int(line.split("|")[0])
-        window_values = np.sort(values[(which == 1) & (ts <= tick) & (ts > tick - window)])
-        n = len(window_values)
-        answer = line.split("|")[2]
-        if n == 0:
-            assert answer == "null", tick
-            continue
-        for p, estimate in zip(percentages, (float(x) for x in answer.split(","))):
-            below = np.searchsorted(window_values, estimate, "left")
-            at_most = np.searchsorted(window_values, estimate, "right")
-            assert at_most > below, (tick, p)  # a value of the window
-            assert max(0.0, below - p * n, p * n - at_most) <= eps * n, (tick, p)
+    approximate = 0
+    for index, (eps, *percentages) in family_slides(name, "percentile"):
+        limit = 2 ** int(np.floor(np.log2(64 / eps)))
+        mine = ts[which == index]
+        small = all(np.count_nonzero((mine <= t) & (mine > t - window)) <= limit // 2
+                    for t in (int(line.split("|")[0]) for line in lines))
+        for line in lines:
+            tick = int(line.split("|")[0])
+            window_values = np.sort(values[(which == index) & (ts <= tick) & (ts > tick - window)])
+            n = len(window_values)
+            answer = line.split("|")[1 + index]
+            if n == 0:
+                assert answer == "null", tick
+                continue
+            for p, estimate in zip(percentages, (float(x) for x in answer.split(","))):
+                below = np.searchsorted(window_values, estimate, "left")
+                at_most = np.searchsorted(window_values, estimate, "right")
+                assert at_most > below, (name, tick, p)  # a value of the window
+                assert max(0.0, below - p * n, p * n - at_most) <= eps * n, (name, tick, p)
+                exact = window_values[max(1, int(np.ceil(p * n))) - 1]
+                assert estimate == exact or not small, (name, tick, p)
+                approximate += estimate != exact
+    return approximate
 
 
-def test_bounded_top_values_hold_their_certified_bounds_at_every_tick(sketches):
+@pytest.mark.parametrize("every, form", [(100, "sliced bounded"), (7, "bounded")])
+def test_bounded_top_values_hold_their_certified_bounds_at_every_tick(sketches, every, form):
     """Past the exact limit each listed count brackets the exact count of its tick's window,
-    at most eps * n apart."""
+    at most eps * n apart: ticks every 100 positions slice the window of 3,000 (30
+    slices); every 7 would make 3,000 slices, so the key keeps the running frames' counts."""
     name = "window_top_k_bounded_positions"
     before, _, after, end, _ = inputs(name)
     rows = before + after
-    _, lines = live_window(sketches, name, b"", rows, end)
+    _, lines = live_window(sketches, name, b"", rows, end, every=every)
+    halfway, _ = live_window(sketches, name, b"", before, int(before[-1][0]), every=every)
+    assert slide_forms(sketches, name, halfway, every=every) == f"-,{form}"
     ts = np.array([r[0] for r in rows], dtype=np.int64)
     which = np.array([r[1] for r in rows])
     value = np.array([r[2] for r in rows], dtype=np.int64)
@@ -238,14 +335,17 @@ def test_bounded_top_values_hold_their_certified_bounds_at_every_tick(sketches):
     assert widened > 0  # the bounds are at work
 
 
-def test_live_moments_of_thousands_of_rows_hold_their_bounds_at_every_tick(sketches):
+@pytest.mark.parametrize("window, form", [(3000, "sliced"), (2999, "-")])
+def test_live_moments_of_thousands_of_rows_hold_their_bounds_at_every_tick(sketches, window, form):
     """One key with about 3,000 rows in its window (past the buckets' first compaction at
     64), stopped and resumed from its bytes halfway: the average's and the sample
     variance's estimates and certified brackets at every tick, against exact rational
     arithmetic over the tick's window. Bursts of one position, a level shift that makes the
-    oldest bucket's rows unlike the window's, and a gap that empties the window."""
+    oldest bucket's rows unlike the window's, and a gap that empties the window. A window
+    of 3,000 is 12 slices of the ticks (exact answers); one of 2,999 would be 1,500, so it
+    keeps the buckets, whose oldest straddles the window's start."""
     rng = np.random.default_rng(zlib.crc32(b"live-moments-thousands"))
-    window, every, eps = 3000, 250, 0.1
+    every, eps = 250, 0.1
     ts = np.concatenate([np.arange(0, 6000), np.repeat(np.arange(2000, 2050), 20),
                          np.arange(12_000, 16_000)])
     values = np.where(ts < 4000, rng.normal(100, 5, len(ts)), rng.normal(1e4, 50, len(ts)))
@@ -257,6 +357,7 @@ def test_live_moments_of_thousands_of_rows_hold_their_bounds_at_every_tick(sketc
     out = sketches.replay.liveWindowState(window, every, aggregates, b"",
                                           packed([r for r in rows if r[0] <= stop]), stop)
     lines = str(out[1]).splitlines()
+    assert sketches.replay.liveSlideForms(window, every, aggregates, bytes(out[0])) == form
     out = sketches.replay.liveWindowState(window, every, aggregates, bytes(out[0]),
                                           packed([r for r in rows if r[0] > stop]),
                                           16_000 + 2 * window)
@@ -270,8 +371,10 @@ def test_live_moments_of_thousands_of_rows_hold_their_bounds_at_every_tick(sketc
         for stat, text in zip(["avg", "var_samp"], answer.split(";")):
             got = None if text == "null" else [float(x) for x in text.split(",")]
             check_statistic(stat, *(got or [None] * 3), n, mean, m2, eps, tick)
-            straddled += stat == "avg" and got is not None and got[1] < got[2]
-    assert len(lines) > 50 and straddled > 10, (len(lines), straddled)
+            if form == "sliced" and got is not None:
+                check_statistic(stat, got[0], None, None, n, mean, m2, 0.0, tick)
+            straddled += got is not None and got[1] < got[2]
+    assert len(lines) > 50 and (straddled > 10) == (form != "sliced"), (len(lines), straddled)
 
 
 def test_alerts_on_counts_and_sums_are_true_of_the_exact_window(sketches):
@@ -297,6 +400,88 @@ def test_alerts_on_counts_and_sums_are_true_of_the_exact_window(sketches):
         check_crossings_against_exact(fired, exact_rows, above, below, 0.05)
 
 
+def packed_columns(ts, values) -> bytes:
+    """`packed` for one aggregate (index 0) from arrays, without a Python loop per row."""
+    rows = np.empty(len(ts), dtype=[("t", ">i8"), ("w", ">i8"), ("v", ">i8")])
+    rows["t"], rows["w"], rows["v"] = ts, 0, values
+    return rows.tobytes()
+
+
+@pytest.mark.parametrize("aggregate", ["percentile:0.01:0.5:0.99", "top_k:5:0.01", "moments:0.01"])
+def test_a_sliced_keys_state_at_a_million_rows_stays_within_64_kb(sketches, aggregate):
+    """One key with 10^6 rows in its window of 10^6 positions, ticks every 10^5 (11 slices):
+    the state after the last row (the newest slice still counting) is under 64 KB, the rows
+    alone 10 MB; the last tick's answers against the exact window of 900,001 rows: ranks
+    within eps n, counts bracketed at most eps n apart, moments exact (integer values, so
+    exact sums)."""
+    n, every = 10**6, 10**5
+    rng = np.random.default_rng(zlib.crc32(aggregate.encode()))
+    ts = np.arange(n, dtype=np.int64)
+    family = aggregate.split(":")[0]
+    if family == "top_k":
+        values = (10_000 * rng.random(n) ** 3).astype(np.int64)
+    else:
+        values = np.round(rng.normal(1000, 300, n)).astype(np.float64)
+    encoded = values if family == "top_k" else values.view(np.int64)
+    out = sketches.replay.liveWindowState(n, every, aggregate, b"", packed_columns(ts, encoded), n - 1)
+    state, lines = bytes(out[0]), str(out[1]).splitlines()
+    assert sketches.replay.liveSlideForms(n, every, aggregate, state) == \
+        {"percentile": "sliced bounded", "top_k": "sliced bounded", "moments": "sliced"}[family]
+    assert len(state) < 64 * 1024, len(state)
+    tick, answer = lines[-1].split("|")
+    assert int(tick) == 900_000
+    inside = values[: 900_001]
+    count = len(inside)
+    if family == "percentile":
+        ordered = np.sort(inside)
+        for p, estimate in zip([0.5, 0.99], (float(x) for x in answer.split(","))):
+            below = np.searchsorted(ordered, estimate, "left")
+            at_most = np.searchsorted(ordered, estimate, "right")
+            assert at_most > below and max(0.0, below - p * count, p * count - at_most) <= 0.01 * count
+    elif family == "top_k":
+        exact = np.bincount(inside)
+        listed = [tuple(int(x) for x in c.split(":")) for c in answer.split(",")]
+        assert len(listed) == 5 and listed[0][0] == int(np.argmax(exact))
+        for item, estimate, lower, upper in listed:
+            assert lower <= exact[item] <= upper and upper - lower <= 0.01 * count
+    else:
+        whole = inside.astype(np.int64)
+        s, ss = int(whole.sum()), int((whole * whole).sum())
+        mean, m2 = Fraction(s, count), Fraction(count * ss - s * s, count)
+        for stat, text in zip(["avg", "var_samp"], answer.split(";")):
+            got = [float(x) for x in text.split(",")]
+            check_statistic(stat, got[0], got[1], got[2], count, mean, m2, 0.0, tick)
+
+
+@pytest.mark.parametrize("aggregate", ["percentile:0.1:0.5", "top_k:3:0.1"])
+def test_a_state_written_after_nodes_left_the_window_resumes(sketches, aggregate):
+    """A steady key past the exact limit in the running frames' form (ticks every 7 of a
+    window of 3,000), stopped where its oldest compressed nodes have left the window since
+    the last compress, or the whole window has (a row still pending after it): the state
+    reads back and continues as a key that never stopped. States like these were refused
+    as damaged ("node 0 lies outside the window"), which stopped the query."""
+    window, every = 3000, 7
+    numeric = aggregate.startswith("percentile")
+
+    def row(t):
+        v = t * 7919 % 37
+        return (t, 0, int(np.float64(v).view(np.int64)) if numeric else v)
+
+    for stop in (3500, 4100, 9000):
+        rows = [row(t) for t in range(5000)] + [row(stop + 1000)]
+        before = [r for r in rows if r[0] <= stop]
+        after = [r for r in rows if r[0] > stop] + [row(stop + 1001)]
+        end = stop + 1001 + 2 * window
+        out = sketches.replay.liveWindowState(window, every, aggregate, b"", packed(before), stop)
+        state, first = bytes(out[0]), str(out[1]).splitlines()
+        assert sketches.replay.liveSlideForms(window, every, aggregate, state) == "bounded"
+        out = sketches.replay.liveWindowState(window, every, aggregate, state, packed(after), end)
+        straight = sketches.replay.liveWindowState(window, every, aggregate, b"",
+                                                   packed(before + after), end)
+        assert first + str(out[1]).splitlines() == str(straight[1]).splitlines(), stop
+        assert bytes(out[0]) == bytes(straight[0]), stop
+
+
 def test_an_input_before_one_already_folded_is_dropped_as_late(sketches):
     """Inputs at or before the watermark (up_to) fold into the slides before their tick;
     one that arrives after them with an earlier time can no longer be placed, so it is
@@ -310,20 +495,24 @@ def test_an_input_before_one_already_folded_is_dropped_as_late(sketches):
     assert state(folded, [(15, 0, 1)]) != state(folded, [])  # at the last folded time: kept
 
 
-def test_a_live_percentile_turns_compact_one_value_past_the_exact_limit(sketches):
+@pytest.mark.parametrize("window, every, sliced", [(10**6, 1, ""), (2560, 256, "sliced ")])
+def test_a_live_percentile_turns_compact_one_value_past_the_exact_limit(sketches, window, every, sliced):
     """At eps 0.25 a key's percentile window holds 256 values exactly: a state stopped with
     256 values in the window reads back exact, one with 257 compact (as an add past the
-    limit turns it), and both answer as the window's values say."""
+    limit turns it), and both answer as the window's values say; with ticks every position
+    (the running frames' form) and ticks every 256 of a window of 2,560 (10 tick slices:
+    the last tick holds the first 256 values, the 257th is folded in after it)."""
     aggregates = "percentile:0.25:0.5"
     for rows, form in ((256, "exact"), (257, "bounded")):
         values = np.arange(rows, dtype=np.float64)[::-1]
-        out = sketches.replay.liveWindowState(10**6, 1, aggregates, b"", packed(
-            [(t, 0, int(np.float64(v).view(np.int64))) for t, v in enumerate(values)]), rows - 1)
+        out = sketches.replay.liveWindowState(window, every, aggregates, b"", packed(
+            [(t + 1, 0, int(np.float64(v).view(np.int64))) for t, v in enumerate(values)]), rows)
         state, lines = bytes(out[0]), str(out[1]).splitlines()
-        assert sketches.replay.liveSlideForms(10**6, 1, aggregates, state) == form, rows
-        assert int(lines[-1].split("|")[0]) == rows - 1
+        assert sketches.replay.liveSlideForms(window, every, aggregates, state) == sliced + form, rows
+        last = int(lines[-1].split("|")[0])
+        assert last == rows - rows % every
         median = float(lines[-1].split("|")[1])
-        assert abs(median - (rows - 1) / 2) <= 0.25 * rows, (rows, median)
+        assert abs(median - (last - 1) / 2) <= 0.25 * last, (rows, median)
 
 
 @pytest.mark.parametrize("aggregate, most", [("percentile:0.01:0.5:0.99", 500_000),

@@ -159,10 +159,12 @@ private[core] object NodeOrder {
    * What is wrong with nodes (level, lo, rows) of a sketch whose subtrees collapse under
    * (I) n_T + 1 <= check n_R (top-k, compact percentiles), if anything: pre-order, aligned,
    * inside the window of `now` and none after it, nested within the tree, and (I) at every
-   * internal node.
+   * internal node. With `leftAllowed`, nodes wholly before the window pass too: a live
+   * state holds those that left it since the last compress (they answer nothing, and the
+   * next compress drops them) exactly as memory does.
    */
   def structureProblem(levels: Array[Int], los: Array[Long], totals: Array[Long], height: Int,
-      now: Long, window: Long, check: Double): Option[String] = {
+      now: Long, window: Long, check: Double, leftAllowed: Boolean = false): Option[String] = {
     val n = levels.length
     def last(level: Int, lo: Long): Long = lo + ((1L << level) - 1)
     val after = new Array[Long](n + 1)
@@ -177,7 +179,7 @@ private[core] object NodeOrder {
       if (i > 0 && !before(levels(i - 1), los(i - 1), level, lo)) return Some(s"nodes out of order at $i")
       if (level < 0 || level > height || (lo & ((1L << level) - 1)) != 0) return Some(s"invalid node at $i")
       val edge = last(level, lo)
-      if (lo > now || !(edge > now || java.lang.Long.compareUnsigned(now - edge, window) < 0)) {
+      if (lo > now || !(leftAllowed || edge > now || java.lang.Long.compareUnsigned(now - edge, window) < 0)) {
         return Some(s"node $i lies outside the window")
       }
       while (depth > 0 && !(edge <= last(levels(stack(depth - 1)), los(stack(depth - 1))))) depth -= 1

@@ -1,10 +1,10 @@
 package windowsketch.core
 
 import windowsketch.core.count.{ExponentialHistogram, OrderedSumHistogram}
-import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlidingTopK}
+import windowsketch.core.frequencies.{ItemCount, LiveTopKWindow, OrderedTopK, SlicedTopK, SlidingTopK}
 import windowsketch.core.hll.SlidingHyperLogLog
-import windowsketch.core.moments.{OrderedMoments, WindowMoments}
-import windowsketch.core.quantiles.SlidingQuantiles
+import windowsketch.core.moments.{LiveMomentsWindow, OrderedMoments, SlicedMoments, WindowMoments}
+import windowsketch.core.quantiles.{LivePercentilesWindow, SlicedQuantiles, SlidingQuantiles}
 import windowsketch.core.sampling.{SampledRow, SlidingSample}
 
 /**
@@ -53,12 +53,14 @@ abstract class LiveAggregate {
   /** The parameters that shape the slide, written in the state so a restart keeps them. */
   def parameters: Seq[Double]
 
-  def newSlide(window: Long): LiveSlide
+  /** A slide for windows of `window` read at multiples of `every`. */
+  def newSlide(window: Long, every: Long): LiveSlide
 
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide
 
   /** The slide as a state of version `version` wrote it (the families whose form changed). */
-  private[core] def readSlide(window: Long, in: ByteReader, version: Int): LiveSlide = readSlide(window, in)
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader, version: Int): LiveSlide =
+    readSlide(window, every, in)
 
   /** Checks one input read back from state bytes: what `add` takes from this family. */
   private[core] def validInput(input: Long): Boolean = true
@@ -96,8 +98,8 @@ final case class LiveCountAggregate(eps: Double, override val above: Option[Long
   // Every input is 1: nothing to store.
   override private[core] def writeInput(out: ByteWriter, input: Long): Unit = ()
   override private[core] def readInput(in: ByteReader): Long = 1L
-  def newSlide(window: Long): LiveCountSlide = new LiveCountSlide(new ExponentialHistogram(window, eps))
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
+  def newSlide(window: Long, every: Long): LiveCountSlide = new LiveCountSlide(new ExponentialHistogram(window, eps))
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide = {
     val bytes = in.take(LiveWindow.length(in))
     SketchFormat.deserialize(bytes) match {
       case h: ExponentialHistogram if h.window == window && h.eps == eps => new LiveCountSlide(h)
@@ -127,8 +129,8 @@ final case class LiveSumAggregate(eps: Double, override val above: Option[Long] 
   override private[core] def validInput(input: Long): Boolean = input > 0L
   override private[core] def writeInput(out: ByteWriter, input: Long): Unit = out.varint(input)
   override private[core] def readInput(in: ByteReader): Long = in.varint()
-  def newSlide(window: Long): LiveSumSlide = new LiveSumSlide(new OrderedSumHistogram(window, eps))
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide =
+  def newSlide(window: Long, every: Long): LiveSumSlide = new LiveSumSlide(new OrderedSumHistogram(window, eps))
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide =
     new LiveSumSlide(OrderedSumHistogram.readFrom(window, eps, in))
 }
 
@@ -148,8 +150,8 @@ final case class LiveDistinctAggregate(rsd: Double) extends LiveAggregate {
   def family: String = "distinct"
   def tag: Byte = LiveWindow.DistinctTag
   def parameters: Seq[Double] = Seq(rsd)
-  def newSlide(window: Long): LiveDistinctSlide = new LiveDistinctSlide(new SlidingHyperLogLog(window, rsd))
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
+  def newSlide(window: Long, every: Long): LiveDistinctSlide = new LiveDistinctSlide(new SlidingHyperLogLog(window, rsd))
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide = {
     val s = SketchFormat.deserializeDistinct(in.take(LiveWindow.length(in)))
     if (s.window != window || s.rsd != rsd) {
       throw new CorruptSketchException("a live distinct count's sketch has other parameters")
@@ -170,9 +172,11 @@ final class LiveDistinctSlide(val sketch: SlidingHyperLogLog) extends LiveSlide 
 
 /**
  * Percentiles: the input is the value's double bits; answers are the window's values at
- * `percentages` (exact while the window holds at most the exact limit, then the compact
- * mode: docs/percentiles.md). The state holds the window exactly as memory does, so a key
- * resumed from it answers as one that never stopped.
+ * `percentages`, exact while the window holds at most the exact limit values, then within
+ * eps n in rank (docs/percentiles.md): where the ticks cut time into at most
+ * [[SlicedQuantiles.MostSlices]] slices, a compacted summary a slice ([[SlicedQuantiles]]),
+ * else the running frames' [[SlidingQuantiles]] and its compact mode. The state holds the
+ * window exactly as memory does, so a key resumed from it answers as one that never stopped.
  */
 final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) extends LiveAggregate {
   require(percentages.nonEmpty && percentages.forall(p => p >= 0.0 && p <= 1.0),
@@ -180,37 +184,50 @@ final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) 
   def family: String = "percentile"
   def tag: Byte = LiveWindow.PercentileTag
   def parameters: Seq[Double] = eps +: percentages
-  def newSlide(window: Long): LivePercentileSlide =
-    new LivePercentileSlide(new SlidingQuantiles(window, eps), percentages.toArray)
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = readSlide(window, in, LiveWindow.Version)
-  private[core] override def readSlide(window: Long, in: ByteReader, version: Int): LiveSlide = {
-    // Versions 1 and 2 wrote the sketch's bytes (kind 4, or kind 8 past the exact limit).
-    val s = if (version < 3) SketchFormat.deserializeQuantiles(in.take(LiveWindow.length(in)))
-      else SketchFormat.readLiveQuantiles(in, window, eps, microseconds = false)
-    if (s.window != window || s.eps != eps) {
-      throw new CorruptSketchException("a live percentile's window has other parameters")
-    }
-    if (!s.isCompact && s.heldCount > s.exactLimit) s.toCompact() // as an add past the limit would
-    new LivePercentileSlide(s, percentages.toArray)
-  }
+  def newSlide(window: Long, every: Long): LivePercentileSlide =
+    new LivePercentileSlide(TickSlices(window, every, SlicedQuantiles.MostSlices)
+      .fold[LivePercentilesWindow](new SlidingQuantiles(window, eps))(new SlicedQuantiles(_, eps)),
+      percentages.toArray)
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide =
+    readSlide(window, every, in, LiveWindow.Version)
+  private[core] override def readSlide(window: Long, every: Long, in: ByteReader, version: Int): LiveSlide =
+    new LivePercentileSlide(LiveWindow.readForm(in, version) match {
+      case LiveWindow.OrderedForm =>
+        // Versions 1 and 2 wrote the sketch's bytes (kind 4, or kind 8 past the exact limit).
+        val s = if (version < 3) SketchFormat.deserializeQuantiles(in.take(LiveWindow.length(in)))
+          else SketchFormat.readLiveQuantiles(in, window, eps, microseconds = false)
+        if (s.window != window || s.eps != eps) {
+          throw new CorruptSketchException("a live percentile's window has other parameters")
+        }
+        if (!s.isCompact && s.heldCount > s.exactLimit) s.toCompact() // as an add past the limit would
+        s
+      case _ =>
+        SlicedQuantiles.readFrom(LiveWindow.slicesOf(window, every, SlicedQuantiles.MostSlices), eps, in,
+          in.remaining)
+    }, percentages.toArray)
 }
 
-final class LivePercentileSlide(quantiles: SlidingQuantiles, percentages: Array[Double])
+final class LivePercentileSlide(val quantiles: LivePercentilesWindow, percentages: Array[Double])
     extends LiveSlide {
   def add(ts: Long, input: Long): Unit = quantiles.add(ts, java.lang.Double.longBitsToDouble(input))
   def advanceTo(tick: Long): Unit = quantiles.advanceTo(tick)
-  def isEmpty: Boolean = quantiles.count == 0L
+  def isEmpty: Boolean = quantiles.isEmpty
   def end: Option[Long] = if (quantiles.hasTime) Some(quantiles.now) else None
   /** True once the window is held in the compact mode. */
   def isCompact: Boolean = quantiles.isCompact
   /** The values at the percentages, or null for an empty window. */
   def answer: Array[Double] = quantiles.estimates(percentages)
-  private[core] def writeTo(out: ByteWriter): Unit = SketchFormat.writeLiveQuantiles(out, quantiles)
+  private[core] def writeTo(out: ByteWriter): Unit = {
+    out.byte(if (quantiles.isInstanceOf[SlicedQuantiles]) LiveWindow.SlicedForm else LiveWindow.OrderedForm)
+    quantiles.writeTo(out)
+  }
 }
 
 /**
- * Averages, variances and standard deviations: the input is the value's double bits; the
- * window is the time-ordered moments' buckets, read in order at each tick.
+ * Averages, variances and standard deviations: the input is the value's double bits. Where
+ * the ticks cut time into at most [[SlicedMoments.MostSlices]] slices the window is each
+ * slice's exact moments ([[SlicedMoments]]: exact answers), else the time-ordered moments'
+ * buckets ([[OrderedMoments]]), read in order at each tick.
  */
 final case class LiveMomentsAggregate(eps: Double) extends LiveAggregate {
   def family: String = "moments"
@@ -218,25 +235,40 @@ final case class LiveMomentsAggregate(eps: Double) extends LiveAggregate {
   def parameters: Seq[Double] = Seq(eps)
   override private[core] def validInput(input: Long): Boolean =
     java.lang.Double.isFinite(java.lang.Double.longBitsToDouble(input))
-  def newSlide(window: Long): LiveMomentsSlide = new LiveMomentsSlide(new OrderedMoments(window, eps))
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide =
-    new LiveMomentsSlide(OrderedMoments.readFrom(window, eps, in))
+  def newSlide(window: Long, every: Long): LiveMomentsSlide = {
+    ExponentialHistogram.checkParameters(window, eps) // eps is refused in either form
+    new LiveMomentsSlide(TickSlices(window, every, SlicedMoments.MostSlices)
+      .fold[LiveMomentsWindow](new OrderedMoments(window, eps))(new SlicedMoments(_)))
+  }
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide =
+    readSlide(window, every, in, LiveWindow.Version)
+  // Version 4 marks the form (0 buckets, 1 slices); earlier states hold buckets.
+  private[core] override def readSlide(window: Long, every: Long, in: ByteReader, version: Int): LiveSlide =
+    new LiveMomentsSlide(LiveWindow.readForm(in, version) match {
+      case LiveWindow.OrderedForm => OrderedMoments.readFrom(window, eps, in)
+      case _ => SlicedMoments.readFrom(LiveWindow.slicesOf(window, every, SlicedMoments.MostSlices), in)
+    })
 }
 
-final class LiveMomentsSlide(val moments: OrderedMoments) extends LiveSlide {
+final class LiveMomentsSlide(val moments: LiveMomentsWindow) extends LiveSlide {
   def add(ts: Long, input: Long): Unit = moments.add(ts, java.lang.Double.longBitsToDouble(input))
   def advanceTo(tick: Long): Unit = moments.advanceTo(tick)
   def isEmpty: Boolean = moments.isEmpty
   def end: Option[Long] = if (moments.hasTime) Some(moments.now) else None
   /** The window's moments at the last tick. */
   def answer: WindowMoments = moments.momentsInOrder
-  private[core] def writeTo(out: ByteWriter): Unit = moments.writeTo(out)
+  private[core] def writeTo(out: ByteWriter): Unit = {
+    out.byte(if (moments.isInstanceOf[SlicedMoments]) LiveWindow.SlicedForm else LiveWindow.OrderedForm)
+    moments.writeTo(out)
+  }
 }
 
 /**
- * The most frequent items: the input is the item's bytes; the window's counts are the
- * running frames' [[OrderedTopK]] (exact while the window holds at most its exact limit
- * rows, then bounded by eps), and the `k` most frequent are listed at each tick.
+ * The most frequent items: the input is the item's bytes. Where the ticks cut time into at
+ * most [[SlicedTopK.MostSlices]] slices the window's counts are a Misra–Gries summary a
+ * slice ([[SlicedTopK]]), else the running frames' [[OrderedTopK]] (exact while the window
+ * holds at most its exact limit rows, then bounded by eps); the `k` most frequent are listed
+ * at each tick.
  */
 final case class LiveTopKAggregate(k: Int, eps: Double = LiveTopKAggregate.DefaultEps)
     extends LiveAggregate {
@@ -245,9 +277,17 @@ final case class LiveTopKAggregate(k: Int, eps: Double = LiveTopKAggregate.Defau
   def tag: Byte = LiveWindow.TopKTag
   def parameters: Seq[Double] = Seq(k.toDouble, eps)
   override def takesBytes: Boolean = true
-  def newSlide(window: Long): LiveTopKSlide = new LiveTopKSlide(new OrderedTopK(window, eps), k)
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide =
-    new LiveTopKSlide(OrderedTopK.readFrom(window, eps, in), k)
+  def newSlide(window: Long, every: Long): LiveTopKSlide =
+    new LiveTopKSlide(TickSlices(window, every, SlicedTopK.MostSlices)
+      .fold[LiveTopKWindow](new OrderedTopK(window, eps))(new SlicedTopK(_, eps)), k)
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide =
+    readSlide(window, every, in, LiveWindow.Version)
+  private[core] override def readSlide(window: Long, every: Long, in: ByteReader, version: Int): LiveSlide =
+    new LiveTopKSlide(LiveWindow.readForm(in, version) match {
+      case LiveWindow.OrderedForm => OrderedTopK.readFrom(window, eps, in)
+      case _ => SlicedTopK.readFrom(LiveWindow.slicesOf(window, every, SlicedTopK.MostSlices), eps, in,
+        in.remaining)
+    }, k)
 }
 
 object LiveTopKAggregate {
@@ -255,7 +295,7 @@ object LiveTopKAggregate {
   val DefaultEps = 0.01
 }
 
-final class LiveTopKSlide(val counts: OrderedTopK, k: Int) extends LiveSlide {
+final class LiveTopKSlide(val counts: LiveTopKWindow, k: Int) extends LiveSlide {
   def add(ts: Long, input: Long): Unit =
     throw new UnsupportedOperationException("top_k takes items as bytes")
   override def addBytes(ts: Long, input: Array[Byte]): Unit = counts.add(ts, input)
@@ -264,7 +304,10 @@ final class LiveTopKSlide(val counts: OrderedTopK, k: Int) extends LiveSlide {
   def end: Option[Long] = if (counts.hasTime) Some(counts.now) else None
   /** The window's `k` most frequent items at the last tick, with certified bounds. */
   def answer: Array[ItemCount] = counts.top(k)
-  private[core] def writeTo(out: ByteWriter): Unit = counts.writeTo(out)
+  private[core] def writeTo(out: ByteWriter): Unit = {
+    out.byte(if (counts.isInstanceOf[SlicedTopK]) LiveWindow.SlicedForm else LiveWindow.OrderedForm)
+    counts.writeTo(out)
+  }
 }
 
 /**
@@ -281,8 +324,8 @@ final case class LiveSampleAggregate(k: Int, seed: Long) extends LiveAggregate {
   def tag: Byte = LiveWindow.SampleTag
   def parameters: Seq[Double] = Seq(k.toDouble, seed.toDouble)
   override def takesBytes: Boolean = true
-  def newSlide(window: Long): LiveSampleSlide = new LiveSampleSlide(new SlidingSample(window, k, seed))
-  private[core] def readSlide(window: Long, in: ByteReader): LiveSlide = {
+  def newSlide(window: Long, every: Long): LiveSampleSlide = new LiveSampleSlide(new SlidingSample(window, k, seed))
+  private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide = {
     val s = SketchFormat.deserializeSample(in.take(LiveWindow.length(in)))
     if (s.window != window || s.k != k || s.seed != seed || s.microsecondTime) {
       throw new CorruptSketchException("a live sample has other parameters")
@@ -339,7 +382,7 @@ final class LiveWindow private (
     private var foldedLast: Long) {
 
   def this(window: Long, every: Long, aggregates: IndexedSeq[LiveAggregate]) =
-    this(window, every, aggregates, aggregates.map(_.newSlide(window)).toArray,
+    this(window, every, aggregates, aggregates.map(_.newSlide(window, every)).toArray,
       aggregates.map(LiveWindow.newAlert(_)).toArray, 0L, false, true,
       new Array[Long](8), new Array[Int](8), new Array[Long](8), new Array[Array[Byte]](8), 0,
       false, 0L, 0L)
@@ -505,11 +548,29 @@ object LiveWindow {
   /** The first byte of a live window's state: tells it from a live count's (1 or 2). */
   val Magic: Byte = 0x57
   /**
-   * 3 folds final inputs into the slides before their tick (and a percentile's window is
-   * held exactly as in memory); 2 recorded each aggregate's alert thresholds and states; 1,
-   * which had none. All three read.
+   * 4 marks the form of a percentile's, moments' or top values' slide (slices of the ticks,
+   * or the running frames' structure); 3 folds final inputs into the slides before their tick
+   * (and a percentile's window is held exactly as in memory); 2 recorded each aggregate's
+   * alert thresholds and states; 1, which had none. All four read.
    */
-  val Version: Byte = 3
+  val Version: Byte = 4
+
+  /** A slide's form in version 4: the running frames' structure, or one summary a tick slice. */
+  private[core] val OrderedForm: Byte = 0
+  private[core] val SlicedForm: Byte = 1
+
+  /** The form of a slide that has one: states before version 4 hold the ordered form. */
+  private[core] def readForm(in: ByteReader, version: Int): Byte =
+    if (version < 4) OrderedForm
+    else in.byte() match {
+      case form @ (OrderedForm | SlicedForm) => form
+      case other => throw new CorruptSketchException(s"unknown live slide form $other")
+    }
+
+  /** The slicing a sliced slide was written with: none means the state is not this query's. */
+  private[core] def slicesOf(window: Long, every: Long, most: Int): TickSlices =
+    TickSlices(window, every, most).getOrElse(
+      throw new CorruptSketchException("a sliced live slide for a window its ticks do not slice"))
 
   // Each family's tag in the state, and its name for refusals: one line per family.
   val CountTag: Byte = 1
@@ -586,7 +647,7 @@ object LiveWindow {
         below.isEmpty || (alertFlags & 8) != 0)
     }
     checkParameters(window, every, aggregates, stateWindow, stateEvery, written)
-    val slides = aggregates.map(_.readSlide(window, in, version)).toArray
+    val slides = aggregates.map(_.readSlide(window, every, in, version)).toArray
     val alerts = aggregates.zip(written).map { case (a, w) => newAlert(a, w.isAbove, w.isBelow) }.toArray
     // Every slide was last moved to the last tick (none has a time before the first) or,
     // with folded inputs, to one of theirs; with none, the last tick was empty exactly

@@ -5,10 +5,10 @@ import java.nio.ByteBuffer
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram,
   WindowCountSketch}
 import windowsketch.core.filter.{DeduplicationState, SlidingFilter}
-import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlidingTopK}
+import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlicedTopK, SlidingTopK}
 import windowsketch.core.hll.SlidingHyperLogLog
-import windowsketch.core.moments.{MomentsWindow, OrderedMoments, SlidingMoments, WindowMoments}
-import windowsketch.core.quantiles.{CompactAnswer, CompactQuantiles, SlidingQuantiles}
+import windowsketch.core.moments.{MomentsWindow, OrderedMoments, SlicedMoments, SlidingMoments, WindowMoments}
+import windowsketch.core.quantiles.{CompactAnswer, CompactQuantiles, SlicedQuantiles, SlidingQuantiles}
 
 /**
  * Runs a whole stream through a histogram in one call and reports every row, for tests,
@@ -369,12 +369,18 @@ object Replay {
   /**
    * Each slide's form in a live window state (as [[liveWindowState]] names the aggregates):
    * "exact" or "bounded" for percentiles and top values (compact mode, bounded counts),
-   * "-" for the other families, comma-separated.
+   * after "sliced " where they keep a summary a tick slice; "sliced" for moments kept so,
+   * "-" otherwise, comma-separated.
    */
   def liveSlideForms(window: Long, every: Long, aggregates: String, state: Array[Byte]): String =
     liveWindowOf(window, every, aggregates, state).slides.map {
-      case s: LivePercentileSlide => if (s.isCompact) "bounded" else "exact"
-      case s: LiveTopKSlide => if (s.counts.isBounded) "bounded" else "exact"
+      case s: LivePercentileSlide =>
+        val form = if (s.isCompact) "bounded" else "exact"
+        if (s.quantiles.isInstanceOf[SlicedQuantiles]) s"sliced $form" else form
+      case s: LiveTopKSlide =>
+        val form = if (s.counts.isBounded) "bounded" else "exact"
+        if (s.counts.isInstanceOf[SlicedTopK]) s"sliced $form" else form
+      case s: LiveMomentsSlide => if (s.moments.isInstanceOf[SlicedMoments]) "sliced" else "-"
       case _ => "-"
     }.mkString(",")
 

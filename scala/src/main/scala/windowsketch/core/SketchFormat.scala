@@ -341,18 +341,22 @@ object SketchFormat {
       out.byte(node.level)
       out.varint(if (first) now - node.lo else node.lo - previous)
       out.varint(node.total)
-      val summary = node.summary
-      out.varint(summary.levelCount)
-      var h = 0
-      while (h < summary.levelCount) {
-        out.varint(summary.compactionsAt(h))
-        val values = summary.sortedLevel(h)
-        out.varint(values.length)
-        values.foreach(v => out.long(java.lang.Double.doubleToRawLongBits(v)))
-        h += 1
-      }
+      writeQuantileSummary(out, node.summary)
       previous = node.lo
       first = false
+    }
+  }
+
+  /** A summary as nodes hold it: its level count, then per level its compactions and sorted values. */
+  private[core] def writeQuantileSummary(out: ByteWriter, summary: QuantileSummary): Unit = {
+    out.varint(summary.levelCount)
+    var h = 0
+    while (h < summary.levelCount) {
+      out.varint(summary.compactionsAt(h))
+      val values = summary.sortedLevel(h)
+      out.varint(values.length)
+      values.foreach(v => out.long(java.lang.Double.doubleToRawLongBits(v)))
+      h += 1
     }
   }
 
@@ -380,7 +384,9 @@ object SketchFormat {
   /**
    * Reads [[writeLiveQuantiles]] for a window and eps: the exact form as kind 4 is checked;
    * the compact mode's nodes as kind 8's, its pending leaves in time order after them,
-   * each inside the window with a valid summary.
+   * each with a valid summary. Nodes and leaves that left the window since the last
+   * compress are held as memory holds them (they answer nothing; the next compress drops
+   * them): a state written between two compresses reads.
    */
   private[core] def readLiveQuantiles(in: ByteReader, window: Long, eps: Double,
       microseconds: Boolean): SlidingQuantiles = in.byte() match {
@@ -399,15 +405,14 @@ object SketchFormat {
       }
       val now = in.long()
       c.restore(hasTime, now, readQuantileNodes(in, now, hasTime, length))
-      c.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+      c.checkInvariant(leftAllowed = true).foreach(problem => throw new CorruptSketchException(problem))
       val pending = readQuantileNodes(in, now, hasTime, length)
       val held = c.heldNodes
       var previous = if (held.isEmpty) Long.MinValue else held.last.lo
       var first = held.isEmpty
       pending.foreach { n =>
         val weight = try n.summary.weight catch { case _: ArithmeticException => -1L }
-        if (n.level != 0 || (!first && n.lo <= previous) || n.lo > now || n.total < 1 ||
-            java.lang.Long.compareUnsigned(now - n.lo, window) >= 0 || weight != n.total) {
+        if (n.level != 0 || (!first && n.lo <= previous) || n.lo > now || n.total < 1 || weight != n.total) {
           throw new CorruptSketchException("invalid pending percentile leaf")
         }
         previous = n.lo
@@ -534,7 +539,7 @@ object SketchFormat {
    * count and each item's varint length and bytes; returned for [[writeItemCounts]]'s
    * lookups. Each summary's items are sorted and distinct, so their union is a merge.
    */
-  private def dictionaryOf(summaries: Seq[ItemCounts], out: ByteWriter): Array[Array[Byte]] = {
+  private[core] def dictionaryOf(summaries: Seq[ItemCounts], out: ByteWriter): Array[Array[Byte]] = {
     val sorted = ItemCounts.sum(summaries, Int.MaxValue).items
     out.varint(sorted.length)
     var i = 0
@@ -549,7 +554,7 @@ object SketchFormat {
   }
 
   /** Reads [[dictionaryOf]]'s items: strictly ascending, so each item once. */
-  private def readDictionary(in: ByteReader, length: Int): Array[Array[Byte]] = {
+  private[core] def readDictionary(in: ByteReader, length: Int): Array[Array[Byte]] = {
     val n = in.varint()
     if (n < 0 || n > length) throw new CorruptSketchException(s"invalid item count $n")
     val items = new Array[Array[Byte]](n.toInt)
@@ -586,7 +591,7 @@ object SketchFormat {
     }
   }
 
-  private def writeItemCounts(out: ByteWriter, s: ItemCounts, dictionary: Array[Array[Byte]]): Unit = {
+  private[core] def writeItemCounts(out: ByteWriter, s: ItemCounts, dictionary: Array[Array[Byte]]): Unit = {
     out.varint(s.error)
     out.varint(s.size)
     var index = -1
@@ -633,10 +638,10 @@ object SketchFormat {
     nodes
   }
 
-  private def requireUsed(used: Array[Boolean]): Unit =
+  private[core] def requireUsed(used: Array[Boolean]): Unit =
     if (used != null && used.contains(false)) throw new CorruptSketchException("an unused item")
 
-  private def readItemCounts(in: ByteReader, capacity: Int, length: Int, where: String,
+  private[core] def readItemCounts(in: ByteReader, capacity: Int, length: Int, where: String,
       dictionary: Array[Array[Byte]] = null, used: Array[Boolean] = null): ItemCounts = {
     val error = in.varint()
     val size = in.varint()
@@ -838,9 +843,10 @@ object SketchFormat {
   }
 
   /**
-   * Reads [[writeOrderedTopK]] into `o`: the nodes as kind 6 checks them, the pending ones
-   * leaves after them in time order, within the window, each a valid summary; the open rows
-   * after them, at most twice the capacity items, within their count.
+   * Reads [[writeOrderedTopK]] into `o`: the nodes as kind 6 checks them but for those that
+   * left the window since the last compress (as in [[readLiveQuantiles]]), the pending ones
+   * leaves after them in time order, each a valid summary; the open rows after them, at most
+   * twice the capacity items, within their count.
    */
   private[core] def readOrderedTopK(o: OrderedTopK, in: ByteReader): Unit = {
     val length = in.remaining
@@ -851,13 +857,12 @@ object SketchFormat {
     val dictionary = readDictionary(in, length)
     val used = new Array[Boolean](dictionary.length)
     s.restore(hasTime = true, now, check, readTopKNodes(in, now, hasTime = true, s.capacity, length, dictionary, used))
-    s.checkInvariant().foreach(problem => throw new CorruptSketchException(problem))
+    s.checkInvariant(leftAllowed = true).foreach(problem => throw new CorruptSketchException(problem))
     val pending = readTopKNodes(in, now, hasTime = true, s.capacity, length, dictionary, used)
     var previous = if (s.nodeCount == 0) Long.MinValue else s.node(s.nodeCount - 1).lo
     var first = s.nodeCount == 0
     pending.foreach { n =>
-      if (n.level != 0 || (!first && n.lo <= previous) || n.lo > now ||
-          java.lang.Long.compareUnsigned(now - n.lo, o.window) >= 0 || n.total < 1 ||
+      if (n.level != 0 || (!first && n.lo <= previous) || n.lo > now || n.total < 1 ||
           !SlidingTopK.valid(n.summary, n.total, s.capacity)) {
         throw new CorruptSketchException("invalid pending top-k leaf")
       }
@@ -905,36 +910,45 @@ object SketchFormat {
       val level = in.byte().toInt
       val lo = readNodeLo(in, i, now, previous)
       val total = in.varint()
-      val levelCount = in.varint()
-      if (levelCount < 1 || levelCount > 63) throw new CorruptSketchException(s"invalid values at node $i")
-      val levels = new Array[Array[Double]](levelCount.toInt)
-      val compactions = new Array[Long](levelCount.toInt)
-      var l = 0
-      while (l < levelCount) {
-        compactions(l) = in.varint()
-        val size = in.varint()
-        if (compactions(l) < 0 || size < 0 || size > length / 8) {
-          throw new CorruptSketchException(s"invalid values at node $i")
-        }
-        val values = new Array[Double](size.toInt)
-        var j = 0
-        while (j < size) {
-          values(j) = java.lang.Double.longBitsToDouble(in.long())
-          if ((j > 0 && java.lang.Double.compare(values(j - 1), values(j)) > 0) ||
-              (java.lang.Double.isNaN(values(j)) &&
-                java.lang.Double.doubleToRawLongBits(values(j)) != CanonicalNaN)) {
-            throw new CorruptSketchException(s"values out of order at node $i")
-          }
-          j += 1
-        }
-        levels(l) = values
-        l += 1
-      }
-      nodes += new QuantileNode(level, lo, total, QuantileSummary.restore(levels, compactions))
+      nodes += new QuantileNode(level, lo, total, readQuantileSummary(in, length, s"node $i"))
       previous = lo
       i += 1
     }
     nodes
+  }
+
+  /**
+   * Reads [[writeQuantileSummary]]: at most 63 levels, compactions non-negative, each level's
+   * values ascending (`Double.compare`), NaN only as the canonical one; `where` names the
+   * holder in a refusal.
+   */
+  private[core] def readQuantileSummary(in: ByteReader, length: Int, where: String): QuantileSummary = {
+    val levelCount = in.varint()
+    if (levelCount < 1 || levelCount > 63) throw new CorruptSketchException(s"invalid values at $where")
+    val levels = new Array[Array[Double]](levelCount.toInt)
+    val compactions = new Array[Long](levelCount.toInt)
+    var l = 0
+    while (l < levelCount) {
+      compactions(l) = in.varint()
+      val size = in.varint()
+      if (compactions(l) < 0 || size < 0 || size > length / 8) {
+        throw new CorruptSketchException(s"invalid values at $where")
+      }
+      val values = new Array[Double](size.toInt)
+      var j = 0
+      while (j < size) {
+        values(j) = java.lang.Double.longBitsToDouble(in.long())
+        if ((j > 0 && java.lang.Double.compare(values(j - 1), values(j)) > 0) ||
+            (java.lang.Double.isNaN(values(j)) &&
+              java.lang.Double.doubleToRawLongBits(values(j)) != CanonicalNaN)) {
+          throw new CorruptSketchException(s"values out of order at $where")
+        }
+        j += 1
+      }
+      levels(l) = values
+      l += 1
+    }
+    QuantileSummary.restore(levels, compactions)
   }
 
   /**

@@ -71,7 +71,8 @@ object LiveColumn {
 
   /**
    * Average, variances and standard deviations of numeric `x`, with the guarantees of
-   * approx_window_avg, _variance and _stddev: STRUCT(avg, var_pop, var_samp, stddev_pop,
+   * approx_window_avg, _variance and _stddev (exact where the ticks cut the window into at
+   * most 1,024 slices of gcd(window, every)): STRUCT(avg, var_pop, var_samp, stddev_pop,
    * stddev_samp), each DOUBLE, NULL as Spark's.
    */
   def moments(x: Column, eps: Double = 0.01): LiveColumn = LiveColumn("moments", x, "moments", eps)
@@ -79,8 +80,9 @@ object LiveColumn {
   /**
    * The `k` most frequent values of `x` (BOOLEAN, numeric, STRING, DATE or TIMESTAMP), with
    * certified bounds: ARRAY<STRUCT<item, count, lower, upper>>, ordered by count, ties by the
-   * larger lower bound, then by item; exact (count = lower = upper) while a key's window
-   * holds at most 2^floor(log2(8 / eps)) rows, then upper - lower <= eps * n.
+   * larger lower bound, then by item; exact (count = lower = upper) while a key holds at
+   * most 2^floor(log2(8 / eps)) counters (one per distinct value of each tick slice), then
+   * upper - lower <= eps * n.
    */
   def topK(x: Column, k: Int, eps: Double = 0.01): LiveColumn = LiveColumn("top_k", x, "top_k", eps, k = k)
 
@@ -337,7 +339,7 @@ object SlidingWindow {
     val (axisWindow, axisEvery) = (in.window, in.span("every", every))
     val specs = aggregates.zip(families).map { case (c, f) =>
       // A slide made now checks the parameters here, not in the first micro-batch.
-      try { val a = f.aggregate(c); a.newSlide(axisWindow); a }
+      try { val a = f.aggregate(c); a.newSlide(axisWindow, axisEvery); a }
       catch { case e: IllegalArgumentException => throw new IllegalArgumentException(
         s"$Name: ${c.family} `${c.name}`: ${e.getMessage.stripPrefix("requirement failed: ")}") }
     }.toIndexedSeq

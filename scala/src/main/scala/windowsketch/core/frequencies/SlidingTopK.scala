@@ -391,7 +391,7 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
    * summary within its capacity, sorted, with positive counts and
    * sum(counts) + (capacity + 1) * error <= total, and (I) at every internal node.
    */
-  def checkInvariant(): Option[String] = {
+  def checkInvariant(leftAllowed: Boolean = false): Option[String] = {
     if (pending.nonEmpty) return Some("uncompressed nodes")
     var total = 0L
     var i = 0
@@ -404,7 +404,7 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
       i += 1
     }
     NodeOrder.structureProblem(nodes.map(_.level).toArray, nodes.map(_.lo).toArray,
-      nodes.map(_.total).toArray, height, nowTs, window, check)
+      nodes.map(_.total).toArray, height, nowTs, window, check, leftAllowed)
   }
 }
 
@@ -426,8 +426,11 @@ object SlidingTopK {
    * distinct, positive counts, a non-negative error and sum(counts) + (capacity + 1) * error
    * <= total.
    */
-  private[core] def valid(s: ItemCounts, total: Long, capacity: Int): Boolean =
-    s.size <= capacity && s.error >= 0 && s.counts.forall(_ >= 1) &&
+  private[core] def valid(s: ItemCounts, total: Long, capacity: Int): Boolean = valid(s, total, capacity, capacity)
+
+  /** [[valid]] for a summary still counting, which may hold up to `most` items. */
+  private[core] def valid(s: ItemCounts, total: Long, capacity: Int, most: Int): Boolean =
+    s.size <= most && s.error >= 0 && s.counts.forall(_ >= 1) &&
       (1 until s.size).forall(j => ItemCounts.compare(s.items(j - 1), s.items(j)) < 0) &&
       fits(s, total, capacity)
 
@@ -453,7 +456,7 @@ object SlidingTopK {
  * restructures, by the difference of the summaries it replaced; the last answer is kept and
  * rows that only raise counts update it, any other change recomputes it.
  */
-final class OrderedTopK(val window: Long, val eps: Double) extends TopKWindow {
+final class OrderedTopK(val window: Long, val eps: Double) extends LiveTopKWindow {
   ExponentialHistogram.checkParameters(window, eps)
 
   /** The most rows held exactly; one more turns the counts bounded. */
@@ -1022,6 +1025,15 @@ trait TopKWindow extends SketchAxis {
   def merge(other: TopKWindow): Unit
   /** The `k` items of the window ending at now with the largest estimates. */
   def top(k: Int): Array[ItemCount]
+}
+
+/** A live key's item counts, fed in time order and read at ticks ([[OrderedTopK]], [[SlicedTopK]]). */
+trait LiveTopKWindow extends TopKWindow {
+  /** True when the window holds no row with an item. */
+  def isEmpty: Boolean
+  /** True once the counts are bounded by eps rather than exact. */
+  def isBounded: Boolean
+  private[core] def writeTo(out: ByteWriter): Unit
 }
 
 /** An item's bytes as a hash key. */

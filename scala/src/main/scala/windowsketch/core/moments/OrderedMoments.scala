@@ -22,7 +22,7 @@ import windowsketch.core.count.{ExponentialHistogram, OutOfOrderEventException}
  * total, so the window's moments are one pairwise combination. No subtraction ever: a
  * mean of 10^9 keeps its deviation of 1.
  */
-final class OrderedMoments(val window: Long, val eps: Double) extends MomentsWindow {
+final class OrderedMoments(val window: Long, val eps: Double) extends MomentsWindow with LiveMomentsWindow {
   ExponentialHistogram.checkParameters(window, eps)
 
   private val check = eps / 2

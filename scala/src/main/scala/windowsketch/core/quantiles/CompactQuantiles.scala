@@ -414,8 +414,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
    * it, may carry: eps^2 m (m + 2 r) / 45. Over the nodes inside a window these add up to
    * at most eps^2 n_L^2 / 45 (docs/percentiles.md, "Compact mode", step 4).
    */
-  private[core] def budget(rows: Long, rowsAfter: Long): Double =
-    CompactQuantiles.BudgetScale * eps * eps * rows.toDouble * (rows.toDouble + 2.0 * rowsAfter.toDouble)
+  private[core] def budget(rows: Long, rowsAfter: Long): Double = CompactQuantiles.budgetFor(eps, rows, rowsAfter)
 
   private def afterEdge(ts: Long): Boolean =
     ts > nowTs || java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
@@ -527,7 +526,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
    * Checks the compressed nodes: each a positive row count equal to its summary's weight,
    * then the dyadic structure and (I) ([[NodeOrder.structureProblem]]).
    */
-  def checkInvariant(): Option[String] = {
+  def checkInvariant(leftAllowed: Boolean = false): Option[String] = {
     if (pending.nonEmpty) return Some("uncompressed nodes")
     var total = 0L
     var i = 0
@@ -541,7 +540,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
       i += 1
     }
     NodeOrder.structureProblem(nodes.map(_.level).toArray, nodes.map(_.lo).toArray,
-      nodes.map(_.total).toArray, height, nowTs, window, check)
+      nodes.map(_.total).toArray, height, nowTs, window, check, leftAllowed)
   }
 }
 
@@ -553,6 +552,10 @@ object CompactQuantiles {
    * most eps^2 n_L^2 / 45, so sqrt(2 V ln(2 / 10^-4)) <= 0.664 eps n_L.
    */
   private val BudgetScale = 1.0 / 45
+
+  /** [[CompactQuantiles.budget]] at `eps`: eps^2 m (m + 2 r) / 45. */
+  private[core] def budgetFor(eps: Double, rows: Long, rowsAfter: Long): Double =
+    BudgetScale * eps * eps * rows.toDouble * (rows.toDouble + 2.0 * rowsAfter.toDouble)
 
   /**
    * k_top for eps: small enough that (B), not the capacity, decides how far the nodes that

@@ -27,7 +27,7 @@ import windowsketch.core.count.ExponentialHistogram
  */
 final class SlidingQuantiles(val window: Long, val eps: Double,
     /** The most values held exactly; one more turns the sketch compact. */
-    val exactLimit: Int) extends SketchAxis {
+    val exactLimit: Int) extends SketchAxis with LivePercentilesWindow {
   ExponentialHistogram.checkParameters(window, eps)
 
   def this(window: Long, eps: Double) = this(window, eps, CompactQuantiles.exactLimit(eps))
@@ -63,6 +63,12 @@ final class SlidingQuantiles(val window: Long, val eps: Double,
 
   /** Rows held, including expired ones a merge or an out-of-order row left behind. */
   def heldCount: Int = held
+
+  /** True when the window holds no value. */
+  def isEmpty: Boolean = count == 0L
+
+  /** The state a live key keeps ([[SketchFormat.writeLiveQuantiles]]). */
+  private[core] def writeTo(out: ByteWriter): Unit = SketchFormat.writeLiveQuantiles(out, this)
 
   /** Moves `now` forward without a value (a row whose value is NULL). */
   def advanceTo(ts: Long): Unit =
