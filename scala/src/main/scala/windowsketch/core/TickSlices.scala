@@ -3,7 +3,7 @@ package windowsketch.core
 /**
  * How a live window's ticks cut its time axis into slices of `width` that the window ending
  * at every tick is exactly a union of, so a family can keep one summary a slice and answer
- * each tick with no row straddling the window's edge (docs/streaming, "Live state").
+ * each tick with no row straddling the window's edge (docs/format.md, "Tick slices").
  *
  * A live window ending at tick T (a multiple of `every`) is `(T - window, T]`. When
  * g = gcd(window, every), slices `(s g, (s + 1) g]` tile it: `window / g` of them. A time
