@@ -34,6 +34,11 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
   private var closedCounters = 0L
   private var seenAny = false
   private var nowTs = 0L
+  // The last answer, kept while no row came and no slice left: an idle key reads it at
+  // each tick until its window empties.
+  private var answer: Array[ItemCount] = null
+  private var answeredK = 0
+  private var answerOrdered: java.util.Comparator[ItemCount] = null
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
@@ -49,6 +54,7 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
   def add(ts: Long, item: Array[Byte]): Unit = {
     if (seenAny && ts < nowTs) throw new OutOfOrderEventException(ts, nowTs)
     advanceTo(ts)
+    answer = null
     val slice = slices.of(ts)
     if (openRows > 0 && openIndex != slice) close()
     openIndex = slice
@@ -62,8 +68,11 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
       nowTs = ts
       seenAny = true
       val oldest = slices.oldestAt(ts)
-      while (!closed.isEmpty && closed.peekFirst().index < oldest) closedCounters -= closed.pollFirst().summary.size
-      if (openRows > 0 && openIndex < oldest) { open.clear(); openRows = 0L; openError = 0L }
+      while (!closed.isEmpty && closed.peekFirst().index < oldest) {
+        closedCounters -= closed.pollFirst().summary.size
+        answer = null
+      }
+      if (openRows > 0 && openIndex < oldest) { open.clear(); openRows = 0L; openError = 0L; answer = null }
     }
 
   /**
@@ -71,6 +80,15 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
    * ties to the larger lower bound, then to the item's value.
    */
   def top(k: Int): Array[ItemCount] = {
+    if (answer == null || answeredK != k || answerOrdered != answerOrder) {
+      answer = topOf(k)
+      answeredK = k
+      answerOrdered = answerOrder
+    }
+    answer
+  }
+
+  private def topOf(k: Int): Array[ItemCount] = {
     val all = ItemCounts.sum(closedSummaries :+ openSummary, Int.MaxValue)
     val answers = new Array[ItemCount](all.size)
     var i = 0

@@ -44,6 +44,12 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
   private var compacting = false
   private var seenAny = false
   private var nowTs = 0L
+  // The held values with their weights, kept while no row came and no slice left: an idle
+  // key reads them at each tick until its window empties.
+  private var view: WeightedValues = null
+  private var viewRows = 0L
+  private var viewSpread = 0L
+  private var viewVariance = 0.0
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
@@ -65,6 +71,7 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
     }
     val slice = held.peekLast()
     slice.rows += 1
+    view = null
     val before = slice.summary.retained
     if (compacting) {
       slice.summary.insert(value, CompactQuantiles.leafCapacityFor(eps), salt(slice), budget(slice.rows, 0L))
@@ -82,15 +89,21 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
       nowTs = ts
       seenAny = true
       val oldest = slices.oldestAt(ts)
-      while (!held.isEmpty && held.peekFirst().index < oldest) heldValues -= held.pollFirst().summary.retained
+      while (!held.isEmpty && held.peekFirst().index < oldest) {
+        heldValues -= held.pollFirst().summary.retained
+        view = null
+      }
     }
 
   def estimates(ps: Array[Double]): Array[Double] = {
-    var rows = 0L
-    var spread = 0L
-    var variance = 0.0
-    held.forEach { s => rows += s.rows; spread += s.summary.spread; variance += s.summary.variance }
-    val answer = HeldValues.of(new SlicedQuantiles.Summaries(held)).answer(ps, rows, 0L, spread, variance, bounds = false)
+    if (view == null) {
+      viewRows = 0L
+      viewSpread = 0L
+      viewVariance = 0.0
+      held.forEach { s => viewRows += s.rows; viewSpread += s.summary.spread; viewVariance += s.summary.variance }
+      view = HeldValues.of(new SlicedQuantiles.Summaries(held))
+    }
+    val answer = view.answer(ps, viewRows, 0L, viewSpread, viewVariance, bounds = false)
     if (answer.estimates.isEmpty) null else answer.estimates
   }
 
