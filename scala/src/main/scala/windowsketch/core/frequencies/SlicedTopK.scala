@@ -45,8 +45,6 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
   def isEmpty: Boolean = closed.isEmpty && openRows == 0
   /** True once some slice's counts were pruned: answers are bounded, not exact. */
   def isBounded: Boolean = openError > 0 || closedSummaries.exists(_.error > 0)
-  /** Slices held. */
-  def sliceCount: Int = closed.size + (if (openRows > 0) 1 else 0)
 
   def merge(other: TopKWindow): Unit =
     throw new UnsupportedOperationException("a live window's sliced counts cannot merge")

@@ -35,8 +35,6 @@ final class SlicedMoments(val slices: TickSlices) extends LiveMomentsWindow {
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
   def isEmpty: Boolean = size == 0
-  /** Slices held. */
-  def sliceCount: Int = size
 
   def add(ts: Long, x: Double): Unit = {
     MomentsWindow.checkFinite(x)

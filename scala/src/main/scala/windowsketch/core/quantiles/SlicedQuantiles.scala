@@ -55,10 +55,6 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
   def now: Long = nowTs
   def isEmpty: Boolean = held.isEmpty
   def isCompact: Boolean = compacting
-  /** Slices held. */
-  def sliceCount: Int = held.size
-  /** Values held, all slices. */
-  def retained: Long = heldValues
 
   def add(ts: Long, x: Double): Unit = {
     if (seenAny && ts < nowTs) throw new OutOfOrderEventException(ts, nowTs)
