@@ -136,25 +136,8 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
     }
   }
 
-  /**
-   * Prunes the open counts to capacity as a Misra–Gries summary is pruned: the
-   * (capacity + 1)-th largest count comes off every count and is added to the error.
-   */
-  private def pruneOpen(): Unit = {
-    val values = new Array[Long](open.size)
-    var i = 0
-    val it = open.values.iterator
-    while (it.hasNext) { values(i) = it.next().longValue; i += 1 }
-    java.util.Arrays.sort(values)
-    val cut = values(values.length - 1 - capacity)
-    val entries = open.entrySet.iterator
-    while (entries.hasNext) {
-      val e = entries.next()
-      val c = e.getValue.longValue
-      if (c <= cut) entries.remove() else e.setValue(c - cut)
-    }
-    openError += cut
-  }
+  /** Prunes the open counts to capacity as a Misra–Gries summary is pruned, the cut added to the error. */
+  private def pruneOpen(): Unit = openError += ItemCounts.pruneCounting(open, capacity, (_, _) => ())
 
   /**
    * Whether a row was seen and now, the slices' distinct items once (ascending), then the

@@ -124,6 +124,30 @@ object ItemCounts {
     new ItemCounts(java.util.Arrays.copyOf(items, n), java.util.Arrays.copyOf(counts, n), 0L)
   }
 
+  /**
+   * Prunes counts still being kept in a hash table, past `capacity` items, as [[prune]]
+   * does: the (capacity + 1)-th largest count comes off every count (an item at or below
+   * it leaves). `taken(item, amount)` hears what came off each item. Returns the cut, for
+   * the caller's error.
+   */
+  private[core] def pruneCounting(counts: java.util.HashMap[ItemKey, java.lang.Long], capacity: Int,
+      taken: (ItemKey, Long) => Unit): Long = {
+    val values = new Array[Long](counts.size)
+    var i = 0
+    val it = counts.values.iterator
+    while (it.hasNext) { values(i) = it.next().longValue; i += 1 }
+    java.util.Arrays.sort(values)
+    val cut = values(values.length - 1 - capacity)
+    val entries = counts.entrySet.iterator
+    while (entries.hasNext) {
+      val e = entries.next()
+      val c = e.getValue.longValue
+      taken(e.getKey, math.min(c, cut))
+      if (c <= cut) entries.remove() else e.setValue(c - cut)
+    }
+    cut
+  }
+
   private[core] def prune(items: Array[Array[Byte]], counts: Array[Long], error: Long,
       capacity: Int): ItemCounts =
     if (items.length <= capacity) new ItemCounts(items, counts, error)
@@ -638,21 +662,8 @@ final class OrderedTopK(val window: Long, val eps: Double) extends LiveTopKWindo
    * error (so counts + (capacity + 1) error stays within the rows).
    */
   private def pruneOpen(): Unit = {
-    val capacity = sketch.capacity
-    if (open.size <= capacity) return
-    val values = new Array[Long](open.size)
-    var i = 0
-    val it = open.values.iterator
-    while (it.hasNext) { values(i) = it.next().longValue; i += 1 }
-    java.util.Arrays.sort(values)
-    val cut = values(values.length - 1 - capacity)
-    val entries = open.entrySet.iterator
-    while (entries.hasNext) {
-      val e = entries.next()
-      val c = e.getValue.longValue
-      move(e.getKey, -math.min(c, cut))
-      if (c <= cut) entries.remove() else e.setValue(c - cut)
-    }
+    if (open.size <= sketch.capacity) return
+    val cut = ItemCounts.pruneCounting(open, sketch.capacity, (key, amount) => move(key, -amount))
     openError += cut
     insideError += cut
   }

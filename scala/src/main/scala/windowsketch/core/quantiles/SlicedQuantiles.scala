@@ -37,6 +37,8 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
   ExponentialHistogram.checkParameters(window, eps)
   /** The values held before any is compacted: the compact mode's exact limit (4,096 at eps 0.01). */
   val exactLimit: Int = CompactQuantiles.exactLimit(eps)
+  private val leafCapacity = CompactQuantiles.leafCapacityFor(eps)
+  private val topCapacity = CompactQuantiles.topCapacityFor(eps)
 
   // Slices oldest first; the newest still takes rows.
   private val held = new java.util.ArrayDeque[SlicedQuantiles.Slice]()
@@ -70,7 +72,7 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
     view = null
     val before = slice.summary.retained
     if (compacting) {
-      slice.summary.insert(value, CompactQuantiles.leafCapacityFor(eps), salt(slice), budget(slice.rows, 0L))
+      slice.summary.insert(value, leafCapacity, salt(slice), budget(slice.rows, 0L))
     } else slice.summary.insert(value, Int.MaxValue, 0L, 0.0) // level 0 only: never compacts
     heldValues += slice.summary.retained - before
     if (!compacting && heldValues > exactLimit) {
@@ -112,7 +114,7 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
       val s = it.next()
       if (!newest) {
         val before = s.summary.retained
-        s.summary.compress(CompactQuantiles.capacityFor(CompactQuantiles.topCapacityFor(eps), eps / 3, s.rows, after),
+        s.summary.compress(CompactQuantiles.capacityFor(topCapacity, eps / 3, s.rows, after),
           salt(s), budget(s.rows, after))
         heldValues += s.summary.retained - before
       }
@@ -124,7 +126,7 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
   private def compactNewest(): Unit = {
     val s = held.peekLast()
     val before = s.summary.retained
-    s.summary.compress(CompactQuantiles.leafCapacityFor(eps), salt(s), budget(s.rows, 0L))
+    s.summary.compress(leafCapacity, salt(s), budget(s.rows, 0L))
     heldValues += s.summary.retained - before
   }
 
