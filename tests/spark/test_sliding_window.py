@@ -457,6 +457,27 @@ def test_the_connect_relation_plugin_passes_other_messages_on_and_names_a_missin
                 plugin.transform(extension(type_url, value), None)
 
 
+@pytest.mark.parametrize("operator", ["sliding_window", "sliding_counts", "drop_duplicates_within"])
+def test_the_output_serializer_stays_out_of_whole_stage_code_generation(stream, operator, capsys):
+    """Whole-stage code generation writes a serializer into one method; for six families'
+    nested columns it passed the JVM's 8,000-byte compile limit and ran interpreted (a
+    sliding_window with every family at half speed). Outside it, Spark's projection splits
+    the fields into methods (`*(n)` marks an operator inside a code-generated stage)."""
+    from windowsketch.streaming import drop_duplicates_within
+    frame = {
+        "sliding_window": window_of(live.count("b"), live.sum("n"), live.distinct("s"),
+                                    live.percentile("n", [0.5, 0.99]), live.moments("n"),
+                                    live.top_k("s", 3)),
+        "sliding_counts": lambda s: sliding_counts(s, "key", "ts", "10 minutes", "1 minute"),
+        "drop_duplicates_within": lambda s: drop_duplicates_within(s, "s", "ts", "10 minutes"),
+    }[operator](stream)
+    frame.explain()
+    serializers = [line for line in capsys.readouterr().out.splitlines()
+                   if "SerializeFromObject" in line]
+    assert serializers and all(not re.match(r"[\s:+-]*\*\(\d+\) SerializeFromObject", line)
+                               for line in serializers), serializers
+
+
 def test_a_table_is_refused_with_the_functions_to_use(spark):
     table = spark.createDataFrame([("a", BASE, True)], "key STRING, ts TIMESTAMP, b BOOLEAN")
     with pytest.raises(ValueError, match=re.escape(

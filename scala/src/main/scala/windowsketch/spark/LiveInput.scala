@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.util.IntervalUtils
 import org.apache.spark.sql.functions.{col, expr}
 import org.apache.spark.sql.streaming.{GroupState, GroupStateTimeout, OutputMode}
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.windowsketch.LiveOutputEncoder
 
 import windowsketch.core.CorruptSketchException
 
@@ -143,7 +144,7 @@ private[spark] final class LiveInput(
             case None => state.remove()
           }
           emitted.iterator
-      }(Encoders.BINARY, Encoders.row(outSchema))
+      }(Encoders.BINARY, LiveOutputEncoder.rows(outSchema))
       .toDF()
   }
 
