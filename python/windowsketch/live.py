@@ -137,7 +137,8 @@ def moments(x: ColumnOrName, eps: float = 0.01) -> LiveAggregate:
     (NULL as Spark's: no values; one, for the sample forms), with the guarantees of
     :func:`windowsketch.functions.approx_window_avg`, ``_variance`` and ``_stddev``: the
     ingredients of a z-score per key and tick. Where the ticks cut the window into at most
-    1,024 slices of time (``gcd(window, every)`` wide) the answers are exact, from each
+    1,024 slices of time (``gcd(window, every)`` wide, or two a tick period, cut where the
+    windows start) the answers are exact, from each
     slice's count, mean and M2. NaN or infinite values stop the query."""
     return LiveAggregate("moments", _checked(x, "x"), "moments", _accuracy(eps, "eps"))
 

@@ -72,7 +72,7 @@ object LiveColumn {
   /**
    * Average, variances and standard deviations of numeric `x`, with the guarantees of
    * approx_window_avg, _variance and _stddev (exact where the ticks cut the window into at
-   * most 1,024 slices of gcd(window, every)): STRUCT(avg, var_pop, var_samp, stddev_pop,
+   * most 1,024 slices of gcd(window, every), or two a tick period): STRUCT(avg, var_pop, var_samp, stddev_pop,
    * stddev_samp), each DOUBLE, NULL as Spark's.
    */
   def moments(x: Column, eps: Double = 0.01): LiveColumn = LiveColumn("moments", x, "moments", eps)
