@@ -181,6 +181,64 @@ final class QuantileNode(val level: Int, val lo: Long, val total: Long, val summ
   extends DyadicNode
 
 /**
+ * A [[CompactQuantiles]]' pending nodes in arrival order. A leaf of one value (a running
+ * frame's every row, in time order) is held as its time and value alone: as a node it
+ * would take a node, a summary and three arrays, about 170 bytes, and a running frame holds
+ * as many pending leaves as compressed nodes (thousands). It becomes a node when read.
+ */
+private[quantiles] final class PendingNodes {
+  private var los = new Array[Long](16)
+  private var values = new Array[Double](16)
+  // The node at i, or null for a leaf of one value.
+  private var held = new Array[QuantileNode](16)
+  private var count = 0
+
+  def size: Int = count
+  def isEmpty: Boolean = count == 0
+  def nonEmpty: Boolean = count > 0
+  def level(i: Int): Int = if (held(i) == null) 0 else held(i).level
+  def lo(i: Int): Long = if (held(i) == null) los(i) else held(i).lo
+
+  def apply(i: Int): QuantileNode =
+    if (held(i) != null) held(i)
+    else new QuantileNode(0, los(i), 1L, QuantileSummary.restore(Array(Array(values(i))), Array(0L)))
+
+  def update(i: Int, node: QuantileNode): Unit = held(i) = node
+
+  def addLeaf(lo: Long, value: Double): Unit = {
+    if (count == los.length) {
+      los = java.util.Arrays.copyOf(los, 2 * count)
+      values = java.util.Arrays.copyOf(values, 2 * count)
+      held = java.util.Arrays.copyOf(held, 2 * count)
+    }
+    los(count) = lo
+    values(count) = value
+    held(count) = null
+    count += 1
+  }
+
+  def +=(node: QuantileNode): Unit = {
+    val s = node.summary
+    if (node.level == 0 && node.total == 1 && s.levelCount == 1 && s.sizes(0) == 1 && s.compactionsAt(0) == 0) {
+      addLeaf(node.lo, s.levels(0)(0))
+    } else {
+      addLeaf(node.lo, 0.0)
+      held(count - 1) = node
+    }
+  }
+
+  def iterator: Iterator[QuantileNode] = Iterator.range(0, count).map(apply)
+
+  /** Every pending node as a node, for a compress. */
+  def nodes: ArrayBuffer[QuantileNode] = {
+    val out = new ArrayBuffer[QuantileNode](count)
+    var i = 0
+    while (i < count) { out += apply(i); i += 1 }
+    out
+  }
+}
+
+/**
  * One answer of [[CompactQuantiles]] for a window: per percentage the estimate, and
  * `lower` and `upper`, values of the window that bracket the exact percentile with
  * probability at least 1 - 10^-9 (where `hasLower` / `hasUpper` say one was found: with
@@ -228,7 +286,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   val leafCapacity: Int = CompactQuantiles.leafCapacityFor(eps)
 
   private var nodes = new ArrayBuffer[QuantileNode]()
-  private var pending = new ArrayBuffer[QuantileNode]()
+  private var pending = new PendingNodes
   private var seenAny = false
   private var nowTs = 0L
 
@@ -261,18 +319,19 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     val value = if (java.lang.Double.isNaN(x)) Double.NaN else x
     advanceTo(ts)
     if (afterEdge(ts)) {
-      val last = if (pending.isEmpty) null else pending.last
+      val lastAt = pending.size - 1
       // Rows of one timestamp share a leaf.
-      if (last != null && last.level == 0 && last.lo == ts) {
+      if (lastAt >= 0 && pending.level(lastAt) == 0 && pending.lo(lastAt) == ts) {
+        val last = pending(lastAt)
         last.summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts), budget(last.total + 1, 0L))
-        pending(pending.size - 1) = new QuantileNode(0, ts, last.total + 1, last.summary)
-        notePendingValue(value, last.summary)
+        pending(lastAt) = new QuantileNode(0, ts, last.total + 1, last.summary)
+        notePendingValue(value, last.summary.levelCount > 1)
       } else {
-        val summary = new QuantileSummary()
-        summary.insert(value, leafCapacity, CompactQuantiles.salt(0, ts), budget(1L, 0L))
-        if (last != null && (last.level != 0 || last.lo > ts)) pendingInOrder = false
-        notePendingValue(value, summary)
-        addPending(new QuantileNode(0, ts, 1L, summary)) // may compress, which clears them
+        // A leaf's first value never compacts (capacities are at least 2).
+        if (lastAt >= 0 && (pending.level(lastAt) != 0 || pending.lo(lastAt) > ts)) pendingInOrder = false
+        notePendingValue(value, compacted = false)
+        pending.addLeaf(ts, value)
+        compressIfDue() // may compress, which clears them
       }
     }
   }
@@ -302,15 +361,15 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
    * searches plus its share of the view's rebuilds.
    */
   def answer(ps: Array[Double], bounds: Boolean = true): CompactAnswer =
-    if (pendingInOrder && (pending.isEmpty || afterStart(pending.head.lo))) answerFromView(ps, bounds)
+    if (pendingInOrder && (pending.isEmpty || afterStart(pending.lo(0)))) answerFromView(ps, bounds)
     else answerAt(ps, nowTs, window, bounds)
 
   /** True if `ts` (at most now) lies inside the window ending at now. */
   private def afterStart(ts: Long): Boolean = java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
 
-  private def notePendingValue(value: Double, leaf: QuantileSummary): Unit =
+  private def notePendingValue(value: Double, compacted: Boolean): Unit =
     if (pendingInOrder) {
-      if (leaf.levelCount > 1) pendingInOrder = false // a burst's leaf compacted
+      if (compacted) pendingInOrder = false // a burst's leaf compacted
       else if (view != null) view.addExtra(value)
       else pendingValues.insert(value)
     }
@@ -423,9 +482,14 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
 
   private def addPending(node: QuantileNode): Unit = {
     pending += node
-    // Amortized: compress once the pending nodes outnumber the compressed ones.
-    if (pending.size >= math.max(CompactQuantiles.MinPending, nodes.size)) compress()
+    compressIfDue()
   }
+
+  // Amortized: compress once the pending nodes outnumber the compressed ones, or twice
+  // that in time order, where a pending leaf is a time and a value and each compress
+  // rebuilds the view (most of a running frame's cost).
+  private def compressIfDue(): Unit =
+    if (pending.size >= math.max(CompactQuantiles.MinPending, (if (pendingInOrder) 2 else 1) * nodes.size)) compress()
 
   /**
    * Folds the pending nodes in (equal nodes unioned, expired ones dropped), collapses, and
@@ -441,11 +505,11 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   }
 
   private def gatherSorted(): Unit = {
-    nodes = DyadicNodes.gather[QuantileNode](nodes, pending, afterEdge, { (previous, node) =>
+    nodes = DyadicNodes.gather[QuantileNode](nodes, pending.nodes, afterEdge, { (previous, node) =>
       previous.summary.addAll(node.summary)
       new QuantileNode(node.level, node.lo, Math.addExact(previous.total, node.total), previous.summary)
     })
-    pending = new ArrayBuffer[QuantileNode]()
+    pending = new PendingNodes
   }
 
   /**
@@ -496,19 +560,19 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
 
   /** The compressed nodes as held, in pre-order, and the pending ones in arrival order. */
   private[core] def heldNodes: Seq[QuantileNode] = nodes.toSeq
-  private[core] def pendingNodes: Seq[QuantileNode] = pending.toSeq
+  private[core] def pendingNodes: Seq[QuantileNode] = pending.nodes.toSeq
 
   /**
    * Puts back the pending leaves of a state read exactly as held, after [[restore]]: a
    * running frame's sorted pending values follow from them, as they did when they came.
    */
   private[core] def restorePending(leaves: ArrayBuffer[QuantileNode]): Unit = {
-    pending = new ArrayBuffer[QuantileNode]()
+    pending = new PendingNodes
     leaves.foreach { leaf =>
       pending += leaf
       if (leaf.summary.levelCount > 1) pendingInOrder = false
       var i = 0
-      while (pendingInOrder && i < leaf.summary.sizes(0)) { notePendingValue(leaf.summary.levels(0)(i), leaf.summary); i += 1 }
+      while (pendingInOrder && i < leaf.summary.sizes(0)) { notePendingValue(leaf.summary.levels(0)(i), compacted = false); i += 1 }
     }
   }
 
@@ -516,7 +580,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     seenAny = hasTime
     nowTs = now
     nodes = restored
-    pending = new ArrayBuffer[QuantileNode]()
+    pending = new PendingNodes
     view = null
     pendingValues.clear()
     pendingInOrder = true
