@@ -485,11 +485,9 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     compressIfDue()
   }
 
-  // Amortized: compress once the pending nodes outnumber the compressed ones, or twice
-  // that in time order, where a pending leaf is a time and a value and each compress
-  // rebuilds the view (most of a running frame's cost).
+  // Amortized: compress once the pending nodes outnumber the compressed ones.
   private def compressIfDue(): Unit =
-    if (pending.size >= math.max(CompactQuantiles.MinPending, (if (pendingInOrder) 2 else 1) * nodes.size)) compress()
+    if (pending.size >= math.max(CompactQuantiles.MinPending, nodes.size)) compress()
 
   /**
    * Folds the pending nodes in (equal nodes unioned, expired ones dropped), collapses, and
