@@ -14,9 +14,8 @@ package windowsketch.core
  * (an hour and 7 seconds with 1-minute ticks: g = 1 s), each tick period `(k every,
  * (k + 1) every]` is cut in two after the instant `T - window` has in it, the same for
  * every tick T: `2 floor(window / every) + 1` slices a window, of two widths (an hour and
- * 7 seconds is 121). Either way the slices a
- * tick reads are those from [[oldestAt]]`(T)` on, and a slice before the window's oldest
- * instant can be dropped for good.
+ * 7 seconds is 121). Either way the slices a tick reads are those from [[oldestAt]]`(T)`
+ * on, and a slice before the window's oldest instant can be dropped for good.
  */
 final class TickSlices private (val window: Long, period: Long, split: Long, startInclusive: Boolean) {
   /** The slice holding instant `ts`: slices are numbered in time order. */
