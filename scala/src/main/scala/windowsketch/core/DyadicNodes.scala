@@ -51,9 +51,9 @@ private[core] object DyadicNodes {
       fold: (Int, Long, Int, Int, Long, Long) => N): ArrayBuffer[N] = {
     // after(i): the rows of nodes [i, size).
     val after = new Array[Long](nodes.size + 1)
+    val los = new Array[Long](nodes.size) // unboxed, for the searches
     var i = nodes.size - 1
-    while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); i -= 1 }
-    val los = nodes.map(_.lo).toArray
+    while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); los(i) = nodes(i).lo; i -= 1 }
     val out = new ArrayBuffer[N](nodes.size)
 
     def visit(k: Int, lo: Long, a: Int, b: Int, above: Long): Unit = {

@@ -467,7 +467,7 @@ object SketchFormat {
    */
   def serializeMoments(s: SlidingMoments): Array[Byte] = {
     val nodes = s.compressedNodes
-    val out = header(KindMoments, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 20 * nodes.size)
+    val out = header(KindMoments, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 24 * nodes.size)
     out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
     out.varint(nodes.size)
     var i = 0
@@ -537,19 +537,12 @@ object SketchFormat {
   /**
    * The summaries' distinct items, ascending ([[ItemCounts.compare]]), written as a varint
    * count and each item's varint length and bytes; returned for [[writeItemCounts]]'s
-   * lookups. Each summary's items are sorted and distinct, so their union is a merge.
+   * lookups.
    */
   private[core] def dictionaryOf(summaries: Seq[ItemCounts], out: ByteWriter): Array[Array[Byte]] = {
-    val sorted = ItemCounts.sum(summaries, Int.MaxValue).items
+    val sorted = ItemCounts.distinctItems(summaries)
     out.varint(sorted.length)
-    var i = 0
-    while (i < sorted.length) {
-      if (i > 0 && ItemCounts.compare(sorted(i - 1), sorted(i)) >= 0) {
-        throw new IllegalStateException("a summary's items are out of order")
-      }
-      writeBytes(out, sorted(i))
-      i += 1
-    }
+    sorted.foreach(writeBytes(out, _))
     sorted
   }
 

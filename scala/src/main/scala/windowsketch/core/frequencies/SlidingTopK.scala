@@ -100,6 +100,34 @@ object ItemCounts {
     prune(all.items, all.counts, error, capacity)
   }
 
+  /**
+   * The summaries' distinct items, ascending by [[compare]]. Each summary's items are a
+   * sorted run, so the sort (TimSort) merges runs; a sketch's summaries share its interned
+   * arrays, which compare equal without reading their bytes. No counts are added, so a
+   * sketch's dictionary costs one array, not a tree of merged summaries.
+   */
+  def distinctItems(parts: Seq[ItemCounts]): Array[Array[Byte]] = {
+    var total = 0
+    parts.foreach(p => total += p.size)
+    val all = new Array[Array[Byte]](total)
+    var n = 0
+    parts.foreach { p => System.arraycopy(p.items, 0, all, n, p.size); n += p.size }
+    java.util.Arrays.sort(all, SameOrByteOrder)
+    var distinct = 0
+    var i = 0
+    while (i < total) {
+      if (distinct == 0 || SameOrByteOrder.compare(all(distinct - 1), all(i)) != 0) {
+        all(distinct) = all(i)
+        distinct += 1
+      }
+      i += 1
+    }
+    java.util.Arrays.copyOf(all, distinct)
+  }
+
+  private val SameOrByteOrder: java.util.Comparator[Array[Byte]] =
+    (a, b) => if (a eq b) 0 else compare(a, b)
+
   /** The sorted union of two summaries' sorted items, equal items' counts added (error 0). */
   private def merged(a: ItemCounts, b: ItemCounts): ItemCounts = {
     val items = new Array[Array[Byte]](a.size + b.size)
