@@ -72,6 +72,9 @@ object ItemCounts {
 
   /** [[compare]] as a comparator: the order summaries and dictionaries keep items in. */
   private[core] val ByteOrder: java.util.Comparator[Array[Byte]] = (a, b) => compare(a, b)
+  /** [[ByteOrder]], an array against itself equal without reading its bytes (interned items). */
+  private val SameOrByteOrder: java.util.Comparator[Array[Byte]] =
+    (a, b) => if (a eq b) 0 else compare(a, b)
   private val SignedOrder: java.util.Comparator[Array[Byte]] = (a, b) => compareSigned(a, b)
 
   /** Minimal two's-complement big-endian integers by value: sign, then length, then bytes. */
@@ -124,9 +127,6 @@ object ItemCounts {
     }
     java.util.Arrays.copyOf(all, distinct)
   }
-
-  private val SameOrByteOrder: java.util.Comparator[Array[Byte]] =
-    (a, b) => if (a eq b) 0 else compare(a, b)
 
   /** The sorted union of two summaries' sorted items, equal items' counts added (error 0). */
   private def merged(a: ItemCounts, b: ItemCounts): ItemCounts = {
