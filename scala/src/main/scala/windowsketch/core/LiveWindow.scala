@@ -28,6 +28,13 @@ trait LiveSlide {
   /** The window's end, if it has one: the last tick. */
   def end: Option[Long]
 
+  /**
+   * The object the slide's last answer was read from, the same object for as long as no
+   * input came and nothing left the window, or null where the slide keeps none: a caller
+   * that kept the answer it read for this object can emit it again without reading.
+   */
+  def answerStamp: AnyRef = null
+
   private[core] def writeTo(out: ByteWriter): Unit
 }
 
@@ -217,6 +224,7 @@ final class LivePercentileSlide(val quantiles: LivePercentilesWindow, percentage
   def isCompact: Boolean = quantiles.isCompact
   /** The values at the percentages, or null for an empty window. */
   def answer: Array[Double] = quantiles.estimates(percentages)
+  override def answerStamp: AnyRef = quantiles.answerStamp
   private[core] def writeTo(out: ByteWriter): Unit = {
     out.byte(if (quantiles.isInstanceOf[SlicedQuantiles]) LiveWindow.SlicedForm else LiveWindow.OrderedForm)
     quantiles.writeTo(out)
@@ -257,6 +265,7 @@ final class LiveMomentsSlide(val moments: LiveMomentsWindow) extends LiveSlide {
   def end: Option[Long] = if (moments.hasTime) Some(moments.now) else None
   /** The window's moments at the last tick. */
   def answer: WindowMoments = moments.momentsInOrder
+  override def answerStamp: AnyRef = moments.answerStamp
   private[core] def writeTo(out: ByteWriter): Unit = {
     out.byte(if (moments.isInstanceOf[SlicedMoments]) LiveWindow.SlicedForm else LiveWindow.OrderedForm)
     moments.writeTo(out)
@@ -304,6 +313,7 @@ final class LiveTopKSlide(val counts: LiveTopKWindow, k: Int) extends LiveSlide 
   def end: Option[Long] = if (counts.hasTime) Some(counts.now) else None
   /** The window's `k` most frequent items at the last tick, with certified bounds. */
   def answer: Array[ItemCount] = counts.top(k)
+  override def answerStamp: AnyRef = counts.answerStamp
   private[core] def writeTo(out: ByteWriter): Unit = {
     out.byte(if (counts.isInstanceOf[SlicedTopK]) LiveWindow.SlicedForm else LiveWindow.OrderedForm)
     counts.writeTo(out)

@@ -6,6 +6,7 @@ import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.functions.{array, col, xxhash64}
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.windowsketch.LiveOutputEncoder
 
 import windowsketch.core.filter.{DeduplicationState, SlidingFilter}
 
@@ -69,7 +70,7 @@ object DropDuplicatesWithin {
     val (axisWindow, states) = (in.window, LiveStates(Name, Seq("bucket")))
     val bucketShift = 64 - BucketBits
     in.groupsWithTimers(input, (r: Row) => (r.getLong(hashIndex) >>> bucketShift).toInt,
-        Encoders.scalaInt, events.schema) { (bucket, rows, bytes, upTo, out) =>
+        Encoders.scalaInt, LiveOutputEncoder.rows(events.schema)) { (bucket, rows, bytes, upTo, out) =>
       val state = bytes.fold(new DeduplicationState(axisWindow, fpp)) { b =>
         states.read(Row(bucket), "de-duplication")(DeduplicationState.fromBytes(axisWindow, fpp, b))
       }

@@ -3,12 +3,13 @@ package windowsketch.spark
 import scala.collection.mutable.ArrayBuffer
 
 import org.apache.spark.sql.{Column, DataFrame, Encoder, Encoders, Row}
+import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
 import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.catalyst.util.IntervalUtils
 import org.apache.spark.sql.functions.{col, expr}
 import org.apache.spark.sql.streaming.{GroupState, GroupStateTimeout, OutputMode}
 import org.apache.spark.sql.types._
-import org.apache.spark.sql.windowsketch.LiveOutputEncoder
+import org.apache.spark.sql.windowsketch.InternalRowEncoder
 
 import windowsketch.core.CorruptSketchException
 
@@ -92,21 +93,25 @@ private[spark] final class LiveInput(
 
   /**
    * Runs the state function per key; `outFields` follow the key columns and `window_end`.
-   * `step(key, rows, state, upTo)` gets the time every tick at or before `upTo` is final at
-   * and returns the key's rows and its next timer (None: the key is finished, its state
-   * removed).
+   * `step(key, rows, state, upTo, out)` gets the time every tick at or before `upTo` is
+   * final at, adds the key's output rows to `out` as internal rows (Spark's values, see
+   * [[InternalRowEncoder]]; [[outputKeys]] gives the key's) and returns its next timer
+   * (None: the key is finished, its state removed).
    */
   def run(extra: Seq[Column], outFields: Seq[StructField])(
-      step: (Row, Iterator[Row], Option[Array[Byte]], Long, ArrayBuffer[Row]) => Option[(Array[Byte], Long)])
+      step: (Row, Iterator[Row], Option[Array[Byte]], Long, ArrayBuffer[InternalRow]) => Option[(Array[Byte], Long)])
       : DataFrame = {
     val input = timed.select(keys.map(col) ++ Seq(watermarked, timeExpr.as(TimeColumn)) ++ extra: _*)
+    // window_end is the tick on the axis: positions, or a TIMESTAMP's microseconds.
     val outSchema = StructType(keySchema.fields ++
-      Seq(StructField("window_end", LongType, nullable = false)) ++ outFields)
+      Seq(StructField("window_end", if (onPositions) LongType else TimestampType, nullable = false)) ++ outFields)
     val n = keyCount
-    val out = groupsWithTimers(input, (r: Row) => new GenericRow(keyPrefix(r, n, 0)): Row,
-      Encoders.row(keySchema), outSchema)(step)
-    if (onPositions) out else out.withColumn("window_end", expr("timestamp_micros(window_end)"))
+    groupsWithTimers(input, (r: Row) => new GenericRow(keyPrefix(r, n, 0)): Row,
+      Encoders.row(keySchema), InternalRowEncoder(outSchema))(step)
   }
+
+  /** The key columns' values as [[run]]'s output rows hold them. */
+  val outputKeys: OutputKeys = new OutputKeys(keySchema)
 
   /**
    * The events with the time (a LONG) and `extra` after their own columns, as the rows a
@@ -123,9 +128,9 @@ private[spark] final class LiveInput(
    * its output rows, and returns the group's new state and the time (on the axis) at which
    * its timer fires, or None to remove its state.
    */
-  def groupsWithTimers[K](input: DataFrame, groupOf: Row => K, groupEncoder: Encoder[K],
-      outSchema: StructType)(
-      step: (K, Iterator[Row], Option[Array[Byte]], Long, ArrayBuffer[Row]) => Option[(Array[Byte], Long)])
+  def groupsWithTimers[K, U](input: DataFrame, groupOf: Row => K, groupEncoder: Encoder[K],
+      outEncoder: Encoder[U])(
+      step: (K, Iterator[Row], Option[Array[Byte]], Long, ArrayBuffer[U]) => Option[(Array[Byte], Long)])
       : DataFrame = {
     val toAxis: Long => Long = if (onPositions) identity else Math.multiplyExact(_, 1000L)
     // A timeout fires once the watermark (ms) is past it; a tick is due once toAxis(wm) reaches it.
@@ -135,7 +140,7 @@ private[spark] final class LiveInput(
       .groupByKey(groupOf)(groupEncoder)
       .flatMapGroupsWithState(OutputMode.Append, GroupStateTimeout.EventTimeTimeout) {
         (group: K, rows: Iterator[Row], state: GroupState[Array[Byte]]) =>
-          val emitted = ArrayBuffer.empty[Row]
+          val emitted = ArrayBuffer.empty[U]
           step(group, rows, if (state.exists) Some(state.get) else None,
               toAxis(state.getCurrentWatermarkMs()), emitted) match {
             case Some((bytes, nextTick)) =>
@@ -144,7 +149,7 @@ private[spark] final class LiveInput(
             case None => state.remove()
           }
           emitted.iterator
-      }(Encoders.BINARY, LiveOutputEncoder.rows(outSchema))
+      }(Encoders.BINARY, outEncoder)
       .toDF()
   }
 
@@ -203,13 +208,27 @@ private[spark] object LiveInput {
   /**
    * The first `keyCount` fields of `row` in an array with room for `tail` more, to be
    * wrapped in a GenericRow: built straight into one array, as it is once per event (the
-   * key) and once per key and tick (the output), where Seq concatenation showed up in the
-   * operator's profile.
+   * key), where Seq concatenation showed up in the operator's profile.
    */
   def keyPrefix(row: Row, keyCount: Int, tail: Int): Array[Any] = {
     val values = new Array[Any](keyCount + tail)
     var i = 0
     while (i < keyCount) { values(i) = row.get(i); i += 1 }
+    values
+  }
+}
+
+/** A key's columns as Spark's internal values, which the live operators' output rows begin with. */
+private[spark] final class OutputKeys(keySchema: StructType) extends Serializable {
+  private val toInternal = CatalystTypeConverters.createToCatalystConverter(keySchema)
+
+  /** The key's values, converted once a key: each of its rows copies them ([[row]]). */
+  def of(key: Row): Array[Any] = toInternal(key).asInstanceOf[InternalRow].toSeq(keySchema).toArray
+
+  /** An output row's values: the key's, then room for `tail` more. */
+  def row(key: Array[Any], tail: Int): Array[Any] = {
+    val values = new Array[Any](key.length + tail)
+    System.arraycopy(key, 0, values, 0, key.length)
     values
   }
 }

@@ -1,9 +1,11 @@
 package windowsketch.spark
 
-import org.apache.spark.sql.{DataFrame, Row}
-import org.apache.spark.sql.catalyst.expressions.GenericRow
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
 
 import windowsketch.core.{LiveCount, LiveCountSpec, LiveRow}
 
@@ -50,11 +52,12 @@ object SlidingCounts {
     val eventFlag = isEvent.map(c => col(c).cast(BooleanType)).getOrElse(lit(true))
     val alerts = if (spec.alerts) Seq(StructField("alert", StringType), StructField("crossing", StringType)) else Nil
     val counts = Seq("estimate", "lower", "upper").map(StructField(_, LongType, nullable = false))
-    val (time, flag, states) = (in.timeIndex, in.firstExtra, in.states)
+    val (time, flag, states, outputKeys) = (in.timeIndex, in.firstExtra, in.states, in.outputKeys)
     in.run(Seq(eventFlag), counts ++ alerts) { (key, rows, bytes, upTo, out) =>
       val live = bytes.fold(new LiveCount(spec))(b => states.read(key, "live count")(LiveCount.fromBytes(spec, b)))
       rows.foreach(r => if (!r.isNullAt(flag) && r.getBoolean(flag)) live.add(r.getLong(time)))
-      live.advance(upTo, row => out += toRow(key, row, spec.alerts))
+      val keyValues = outputKeys.of(key)
+      live.advance(upTo, row => out += toRow(outputKeys, keyValues, row, spec.alerts))
       if (live.isLive) Some((live.toBytes, live.nextTick)) else None
     }
   }
@@ -68,14 +71,14 @@ object SlidingCounts {
       Option(alertBelow).map(_.longValue), Option(lateness), Option(isEvent))
   }
 
-  private def toRow(key: Row, row: LiveRow, alerts: Boolean): Row = {
+  private def toRow(keys: OutputKeys, key: Array[Any], row: LiveRow, alerts: Boolean): InternalRow = {
     val n = key.length
-    val values = LiveInput.keyPrefix(key, n, if (alerts) 6 else 4)
+    val values = keys.row(key, if (alerts) 6 else 4)
     values(n) = row.tick
     values(n + 1) = row.estimate
     values(n + 2) = row.lower
     values(n + 3) = row.upper
-    if (alerts) { values(n + 4) = row.alert; values(n + 5) = row.crossing }
-    new GenericRow(values)
+    if (alerts) { values(n + 4) = UTF8String.fromString(row.alert); values(n + 5) = UTF8String.fromString(row.crossing) }
+    new GenericInternalRow(values)
   }
 }

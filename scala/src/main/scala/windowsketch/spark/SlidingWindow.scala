@@ -4,9 +4,11 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import org.apache.spark.sql.{Column, DataFrame, Row}
 import org.apache.spark.sql.catalyst.CatalystTypeConverters
-import org.apache.spark.sql.catalyst.expressions.GenericRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeArrayData}
+import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
 
 import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec, RowValues}
 
@@ -125,7 +127,7 @@ object SlidingWindow {
     def takesBytes: Boolean = false
     def encodeBytes(c: LiveColumn, dataType: DataType): (Row, Int) => Array[Byte] = null
     def outputType(c: LiveColumn, dataType: DataType): DataType
-    /** Reads the aggregate's answer off its slide (and alert, if any) at a tick, as a Spark value. */
+    /** Reads the aggregate's answer off its slide (and alert, if any) at a tick, as Spark's internal value. */
     def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any
   }
 
@@ -143,9 +145,9 @@ object SlidingWindow {
           values(0) = s.estimate
           values(1) = s.lower
           values(2) = s.upper
-          if (above) values(3) = alert.aboveCrossing
-          if (below) values(values.length - 1) = alert.belowCrossing
-          new GenericRow(values)
+          if (above) values(3) = UTF8String.fromString(alert.aboveCrossing)
+          if (below) values(values.length - 1) = UTF8String.fromString(alert.belowCrossing)
+          new GenericInternalRow(values)
       }
       read
     }
@@ -205,7 +207,7 @@ object SlidingWindow {
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LivePercentileSlide, _) =>
           val values = s.answer
-          if (values == null) null else if (single) values(0) else values.toSeq
+          if (values == null) null else if (single) values(0) else UnsafeArrayData.fromPrimitiveArray(values)
       }
       read
     }
@@ -231,7 +233,7 @@ object SlidingWindow {
         case (s: LiveMomentsSlide, _) =>
           val m = s.answer
           def estimate(a: Array[Double]): Any = if (a == null) null else a(0)
-          new GenericRow(Array[Any](estimate(m.avg), estimate(m.variance(false)),
+          new GenericInternalRow(Array[Any](estimate(m.avg), estimate(m.variance(false)),
             estimate(m.variance(true)), estimate(m.stddev(false)), estimate(m.stddev(true))))
       }
       read
@@ -257,11 +259,11 @@ object SlidingWindow {
         Seq("count", "lower", "upper").map(StructField(_, LongType, nullable = false))), containsNull = false)
     def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
       val itemType = dataType
-      val toScala = CatalystTypeConverters.createToScalaConverter(itemType)
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LiveTopKSlide, _) =>
           s.counts.itemType = itemType.catalogString // ties listed by the items' values
-          s.answer.toSeq.map(a => Row(toScala(ItemCodec.decode(a.item, itemType)), a.estimate, a.lower, a.upper))
+          new GenericArrayData(s.answer.map(a => new GenericInternalRow(
+            Array[Any](ItemCodec.decode(a.item, itemType), a.estimate, a.lower, a.upper))): Array[Any])
       }
       read
     }
@@ -286,7 +288,7 @@ object SlidingWindow {
       val rows = new RowValues.ExternalRows(dataType)
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LiveSampleSlide, _) =>
-          s.answer.toSeq.flatMap(r => Seq.fill(r.copies.toInt)(rows.decode(r.value)))
+          new GenericArrayData(s.answer.flatMap(r => Array.fill[Any](r.copies.toInt)(rows.decodeInternal(r.value))))
       }
       read
     }
@@ -350,7 +352,8 @@ object SlidingWindow {
     val itemEncoders = aggregates.zip(families).zip(types).map { case ((c, f), t) =>
       if (f.takesBytes) f.encodeBytes(c, t) else null
     }.toArray
-    val (time, first, states, count) = (in.timeIndex, in.firstExtra, in.states, aggregates.length)
+    val (time, first, states, count, outputKeys) =
+      (in.timeIndex, in.firstExtra, in.states, aggregates.length, in.outputKeys)
     val familyArray = families.toArray
     val readers = aggregates.zip(families).zip(types).map { case ((c, f), t) => f.reader(c, t) }.toArray
     in.run(inputs, outFields) { (key, rows, bytes, upTo, out) =>
@@ -368,13 +371,28 @@ object SlidingWindow {
           i += 1
         }
       }
-      val n = key.length
+      val keyValues = outputKeys.of(key)
+      val n = keyValues.length
+      // Each family's last answer and the object it was read from: an idle key's answers
+      // stay the same from tick to tick until a slice leaves its window, and are emitted
+      // again without being read.
+      val stamps = new Array[AnyRef](readers.length)
+      val answers = new Array[Any](readers.length)
       live.advance(upTo, { tick =>
-        val values = LiveInput.keyPrefix(key, n, 1 + readers.length)
+        val values = outputKeys.row(keyValues, 1 + readers.length)
         values(n) = tick
         var i = 0
-        while (i < readers.length) { values(n + 1 + i) = readers(i)(live.slides(i), live.alerts(i)); i += 1 }
-        out += new GenericRow(values)
+        while (i < readers.length) {
+          val slide = live.slides(i)
+          val stamp = slide.answerStamp
+          if (stamp == null || (stamp ne stamps(i))) {
+            answers(i) = readers(i)(slide, live.alerts(i))
+            stamps(i) = slide.answerStamp
+          }
+          values(n + 1 + i) = answers(i)
+          i += 1
+        }
+        out += new GenericInternalRow(values)
       })
       if (live.isLive) Some((live.toBytes, live.nextTick)) else None
     }

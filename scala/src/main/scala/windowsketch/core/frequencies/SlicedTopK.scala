@@ -43,6 +43,7 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
   def isEmpty: Boolean = closed.isEmpty && openRows == 0
+  override def answerStamp: AnyRef = answer
   /** True once some slice's counts were pruned: answers are bounded, not exact. */
   def isBounded: Boolean = openError > 0 || closedSummaries.exists(_.error > 0)
 

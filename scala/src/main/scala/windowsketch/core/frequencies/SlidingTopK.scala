@@ -1072,6 +1072,8 @@ trait LiveTopKWindow extends TopKWindow {
   def isEmpty: Boolean
   /** True once the counts are bounded by eps rather than exact. */
   def isBounded: Boolean
+  /** What [[windowsketch.core.LiveSlide.answerStamp]] says of [[top]]'s answer. */
+  def answerStamp: AnyRef = null
   private[core] def writeTo(out: ByteWriter): Unit
 }
 

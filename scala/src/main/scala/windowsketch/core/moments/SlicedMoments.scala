@@ -13,6 +13,8 @@ trait LiveMomentsWindow {
   def now: Long
   /** The window's moments, a function of what the state holds (a resumed key answers alike). */
   def momentsInOrder: WindowMoments
+  /** What [[windowsketch.core.LiveSlide.answerStamp]] says of these moments. */
+  def answerStamp: AnyRef = null
   private[core] def writeTo(out: ByteWriter): Unit
 }
 
@@ -31,15 +33,20 @@ final class SlicedMoments(val slices: TickSlices) extends LiveMomentsWindow {
   private var size = 0
   private var seenAny = false
   private var nowTs = 0L
+  // The last answer, kept while no row came and no slice left: an idle key reads it at
+  // each tick until its window empties.
+  private var answer: WindowMoments = null
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
   def isEmpty: Boolean = size == 0
+  override def answerStamp: AnyRef = answer
 
   def add(ts: Long, x: Double): Unit = {
     MomentsWindow.checkFinite(x)
     if (seenAny && ts < nowTs) throw new OutOfOrderEventException(ts, nowTs)
     advanceTo(ts)
+    answer = null
     val slice = slices.of(ts)
     if (size == 0 || indexes(size - 1) != slice) {
       if (size == indexes.length) grow()
@@ -63,6 +70,7 @@ final class SlicedMoments(val slices: TickSlices) extends LiveMomentsWindow {
       var gone = 0
       while (gone < size && indexes(gone) < oldest) gone += 1
       if (gone > 0) {
+        answer = null
         size -= gone
         System.arraycopy(indexes, gone, indexes, 0, size)
         System.arraycopy(counts, gone, counts, 0, size)
@@ -72,10 +80,13 @@ final class SlicedMoments(val slices: TickSlices) extends LiveMomentsWindow {
     }
 
   def momentsInOrder: WindowMoments = {
-    val in = new Moments
-    var i = 0
-    while (i < size) { in.add(counts(i), means(i), m2s(i)); i += 1 }
-    new WindowMoments(in, new Moments)
+    if (answer == null) {
+      val in = new Moments
+      var i = 0
+      while (i < size) { in.add(counts(i), means(i), m2s(i)); i += 1 }
+      answer = new WindowMoments(in, new Moments)
+    }
+    answer
   }
 
   /** Whether a row was seen and now, then the slices newest first: index step back, n, mean, M2. */

@@ -15,6 +15,8 @@ trait LivePercentilesWindow {
   def isCompact: Boolean
   /** Each percentage's answer for the window ending at now; null when it holds no value. */
   def estimates(ps: Array[Double]): Array[Double]
+  /** What [[windowsketch.core.LiveSlide.answerStamp]] says of these estimates. */
+  def answerStamp: AnyRef = null
   private[core] def writeTo(out: ByteWriter): Unit
 }
 
@@ -92,6 +94,8 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
         view = null
       }
     }
+
+  override def answerStamp: AnyRef = view
 
   def estimates(ps: Array[Double]): Array[Double] = {
     if (view == null) {

@@ -43,19 +43,20 @@ object RowValues {
   }
 
   /**
-   * Values of `t` as external Rows hold them (a live stream's) to and from a sample's bytes;
-   * it travels to executors and makes its projection there.
+   * Values of `t` as external Rows hold them (a live stream's input) to a sample's bytes,
+   * and from them as Spark's internal values (its output); it travels to executors and
+   * makes its projection there.
    */
   final class ExternalRows(t: DataType) extends Serializable {
     @transient private lazy val toCatalyst = CatalystTypeConverters.createToCatalystConverter(t)
-    @transient private lazy val toScala = CatalystTypeConverters.createToScalaConverter(t)
     @transient private lazy val project = UnsafeProjection.create(Array(t))
     @transient private lazy val decoder = new Decoder(t)
     def encode(value: Any): Array[Byte] =
       project(new GenericInternalRow(Array[Any](toCatalyst(value)))).copy().getBytes
+    /** The value as Spark holds it inside a row (pointing into `bytes`). */
     // A state's bytes pass a checksum, not a parser: checked before Spark reads them.
-    def decode(bytes: Array[Byte]): Any =
-      if (RowBytes.wellFormed(bytes, t)) toScala(decoder(bytes))
+    def decodeInternal(bytes: Array[Byte]): Any =
+      if (RowBytes.wellFormed(bytes, t)) decoder(bytes)
       else throw new CorruptSketchException(s"a value is not a binary row of ${t.catalogString}")
   }
 
