@@ -294,6 +294,46 @@ def test_integral_positions_with_a_sum_a_median_and_tied_decimals(spark, tmp_pat
                    (35, 9, 9.0, [5]), (40, 0, None, [])]
 
 
+def test_keys_items_and_samples_of_every_kind_come_out_as_they_went_in(spark, tmp_path):
+    """Output rows are built as Spark's internal rows (InternalRowEncoder): the keys, a
+    NULL among them, and the items and sampled values of dates, decimals, timestamps and
+    structs come out as the input held them."""
+    import decimal
+    seen = ["2024-05-01T10:00:00", "2024-05-01T10:00:00", "2024-05-02T11:30:00"]
+    rows = [{"name": None, "day": "2024-01-02", "price": "1.50", "pos": p, "seen": t,
+             "info": {"a": p, "b": f"v{p}"}} for p, t in zip((1, 2, 3), seen)]
+    rows.append({"name": "b", "day": "2024-01-03", "price": "-2.25", "pos": 2,
+                 "seen": seen[2], "info": None})
+    batches = [rows, [{"name": "z", "pos": 1000}], [{"name": "z", "pos": 1001}]]
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    for i, batch in enumerate(batches):
+        write_in_order(os.path.join(source, f"{i}.json"), [json.dumps(r) for r in batch], i)
+    events = spark.readStream.schema(
+        "name STRING, day DATE, price DECIMAL(10,2), pos BIGINT, seen TIMESTAMP, "
+        "info STRUCT<a: INT, b: STRING>").option("maxFilesPerTrigger", 1).json(source)
+    windowed = sliding_window(events, ["name", "day", "price"], "pos", window=10, every=5,
+                              aggregates=[live.count(F.col("pos") < 100), live.top_k("seen", 1),
+                                          live.sample("info", 5)], lateness=2)
+    out: list = []
+    query = (windowed.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
+             .foreachBatch(lambda df, _: out.extend(df.collect())).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    first = {(r.name, r.day, r.price): r for r in out if r.window_end == 5}
+    null_key = (None, datetime.date(2024, 1, 2), decimal.Decimal("1.50"))
+    b_key = ("b", datetime.date(2024, 1, 3), decimal.Decimal("-2.25"))
+    assert set(first) == {null_key, b_key}
+    assert first[null_key]["count"].estimate == 3 and first[b_key]["count"].estimate == 1
+    assert [(t.item, t["count"]) for t in first[null_key].top_k] == \
+        [(datetime.datetime(2024, 5, 1, 10, 0), 2)]
+    assert [t.item for t in first[b_key].top_k] == [datetime.datetime(2024, 5, 2, 11, 30)]
+    assert sorted((v.a, v.b) for v in first[null_key].sample) == [(1, "v1"), (2, "v2"), (3, "v3")]
+    assert first[b_key].sample == []  # its one value is NULL: no input
+
+
 def test_a_negative_sum_value_stops_the_query_naming_it(spark, tmp_path):
     batches = [[{"k": "a", "pos": 1, "x": 3}, {"k": "a", "pos": 2, "x": -4}]]
     with pytest.raises(Exception, match=r"sliding_window: sum takes non-negative values, got -4"):
