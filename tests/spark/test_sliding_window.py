@@ -259,13 +259,14 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
     assert dropped == 1
 
 
-def run_positions(spark, tmp_path, batches, aggregates, schema="k STRING, pos BIGINT, x BIGINT"):
+def run_positions(spark, tmp_path, batches, aggregates, schema="k STRING, pos BIGINT, x BIGINT",
+                  key="k"):
     source = str(tmp_path / "in")
     os.makedirs(source, exist_ok=True)
     for i, rows in enumerate(batches):
         write_in_order(os.path.join(source, f"{i}.json"), [json.dumps(r) for r in rows], i)
     events = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(source)
-    windowed = sliding_window(events, "k", "pos", window=10, every=5, aggregates=aggregates,
+    windowed = sliding_window(events, key, "pos", window=10, every=5, aggregates=aggregates,
                               lateness=2)
     out: list = []
     query = (windowed.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
@@ -305,23 +306,11 @@ def test_keys_items_and_samples_of_every_kind_come_out_as_they_went_in(spark, tm
     rows.append({"name": "b", "day": "2024-01-03", "price": "-2.25", "pos": 2,
                  "seen": seen[2], "info": None})
     batches = [rows, [{"name": "z", "pos": 1000}], [{"name": "z", "pos": 1001}]]
-    source = str(tmp_path / "in")
-    os.makedirs(source)
-    for i, batch in enumerate(batches):
-        write_in_order(os.path.join(source, f"{i}.json"), [json.dumps(r) for r in batch], i)
-    events = spark.readStream.schema(
-        "name STRING, day DATE, price DECIMAL(10,2), pos BIGINT, seen TIMESTAMP, "
-        "info STRUCT<a: INT, b: STRING>").option("maxFilesPerTrigger", 1).json(source)
-    windowed = sliding_window(events, ["name", "day", "price"], "pos", window=10, every=5,
-                              aggregates=[live.count(F.col("pos") < 100), live.top_k("seen", 1),
-                                          live.sample("info", 5)], lateness=2)
-    out: list = []
-    query = (windowed.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
-             .foreachBatch(lambda df, _: out.extend(df.collect())).start())
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    out = run_positions(
+        spark, tmp_path, batches,
+        [live.count(F.col("pos") < 100), live.top_k("seen", 1), live.sample("info", 5)],
+        schema="name STRING, day DATE, price DECIMAL(10,2), pos BIGINT, seen TIMESTAMP, "
+               "info STRUCT<a: INT, b: STRING>", key=["name", "day", "price"])
     first = {(r.name, r.day, r.price): r for r in out if r.window_end == 5}
     null_key = (None, datetime.date(2024, 1, 2), decimal.Decimal("1.50"))
     b_key = ("b", datetime.date(2024, 1, 3), decimal.Decimal("-2.25"))
