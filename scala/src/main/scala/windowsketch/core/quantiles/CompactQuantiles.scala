@@ -17,13 +17,30 @@ import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram}
  * for Azuma's inequality) follow exactly. The weights add up to the group's row count.
  */
 final class QuantileSummary private (
-    private[core] var levels: Array[Array[Double]],
+    // Level h's values while the summary changes; null while packed.
+    private var levels: Array[Array[Double]],
     private[core] var sizes: Array[Int],
     private[core] var compactions: Array[Long]) {
 
   def this() = this(Array(new Array[Double](4)), Array(0), Array(0L))
 
+  // Every level's values, level after level, each level ascending, while the summary is
+  // settled (see [[pack]]); null while it changes.
+  private var packed: Array[Double] = null
+
   def levelCount: Int = sizes.length
+
+  /** Level h's values are `levelArray(h)` from `levelStart(h)`, `sizes(h)` of them. */
+  def levelArray(h: Int): Array[Double] = if (packed != null) packed else levels(h)
+
+  def levelStart(h: Int): Int =
+    if (packed == null) 0
+    else {
+      var start = 0
+      var l = 0
+      while (l < h) { start += sizes(l); l += 1 }
+      start
+    }
 
   /** The sum of the compactions' 2^h: |estimated rank - rank| <= spread for every x. */
   def spread: Long = {
@@ -64,8 +81,10 @@ final class QuantileSummary private (
     if (other.sizes.length > sizes.length) grow(other.sizes.length)
     var h = 0
     while (h < other.sizes.length) {
+      val values = other.levelArray(h)
+      val from = other.levelStart(h)
       var i = 0
-      while (i < other.sizes(h)) { append(h, other.levels(h)(i)); i += 1 }
+      while (i < other.sizes(h)) { append(h, values(from + i)); i += 1 }
       compactions(h) = Math.addExact(compactions(h), other.compactions(h))
       h += 1
     }
@@ -109,6 +128,7 @@ final class QuantileSummary private (
   private var settledNeed = 0.0
 
   private def compact(h: Int, salt: Long): Unit = {
+    unpack()
     val m = sizes(h)
     val a = levels(h)
     java.util.Arrays.sort(a, 0, m)
@@ -120,6 +140,7 @@ final class QuantileSummary private (
   }
 
   private def append(h: Int, value: Double): Unit = {
+    unpack()
     settledCapacity = -1
     if (h >= sizes.length) grow(h + 1)
     if (sizes(h) == levels(h).length) levels(h) = java.util.Arrays.copyOf(levels(h), 2 * sizes(h))
@@ -128,6 +149,7 @@ final class QuantileSummary private (
   }
 
   private def grow(count: Int): Unit = {
+    unpack()
     val from = sizes.length
     levels = java.util.Arrays.copyOf(levels, count)
     sizes = java.util.Arrays.copyOf(sizes, count)
@@ -135,16 +157,51 @@ final class QuantileSummary private (
     (from until count).foreach(l => levels(l) = new Array[Double](4))
   }
 
+  /**
+   * Holds the values in one array, each level sorted, until they change again. A settled
+   * node (one compressed, not the leaf rows arrive at) then takes about what it writes: a
+   * level's own array, grown by doubling to the values it once held, costs 16 bytes and
+   * up to twice its values, and thousands of nodes hold a few values on each of a few levels.
+   */
+  def pack(): Unit =
+    if (packed == null) {
+      val all = new Array[Double](retained)
+      var start = 0
+      var h = 0
+      while (h < sizes.length) {
+        System.arraycopy(levels(h), 0, all, start, sizes(h))
+        java.util.Arrays.sort(all, start, start + sizes(h))
+        start += sizes(h)
+        h += 1
+      }
+      packed = all
+      levels = null
+    }
+
+  private def unpack(): Unit =
+    if (packed != null) {
+      var start = 0
+      levels = Array.tabulate(sizes.length) { h =>
+        val level = java.util.Arrays.copyOfRange(packed, start, start + math.max(4, sizes(h)))
+        start += sizes(h)
+        level
+      }
+      packed = null
+    }
+
   /** A copy that shares nothing with this one. */
   def copy(): QuantileSummary =
     new QuantileSummary(
-      levels.indices.map(h => java.util.Arrays.copyOf(levels(h), math.max(sizes(h), 4))).toArray,
-      sizes.clone(), compactions.clone())
+      Array.tabulate(sizes.length) { h =>
+        val from = levelStart(h)
+        java.util.Arrays.copyOfRange(levelArray(h), from, from + math.max(sizes(h), 4))
+      }, sizes.clone(), compactions.clone())
 
   /** Level h's values, ascending (`Double.compare`): the order they are written in. */
   def sortedLevel(h: Int): Array[Double] = {
-    val a = java.util.Arrays.copyOf(levels(h), sizes(h))
-    java.util.Arrays.sort(a)
+    val from = levelStart(h)
+    val a = java.util.Arrays.copyOfRange(levelArray(h), from, from + sizes(h))
+    if (packed == null) java.util.Arrays.sort(a)
     a
   }
 
@@ -220,7 +277,7 @@ private[quantiles] final class PendingNodes {
   def +=(node: QuantileNode): Unit = {
     val s = node.summary
     if (node.level == 0 && node.total == 1 && s.levelCount == 1 && s.sizes(0) == 1 && s.compactionsAt(0) == 0) {
-      addLeaf(node.lo, s.levels(0)(0))
+      addLeaf(node.lo, s.levelArray(0)(0))
     } else {
       addLeaf(node.lo, 0.0)
       held(count - 1) = node
@@ -437,8 +494,10 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
       val summary = nodes(i).summary
       var h = 0
       while (h < summary.levelCount) {
-        var j = 0
-        while (j < summary.sizes(h)) { view.subtract(summary.levels(h)(j), 1L << h); j += 1 }
+        val values = summary.levelArray(h)
+        var j = summary.levelStart(h)
+        val end = j + summary.sizes(h)
+        while (j < end) { view.subtract(values(j), 1L << h); j += 1 }
         h += 1
       }
       i += 1
@@ -549,6 +608,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
       val capacity = if (node.level == 0) leafCapacity
         else CompactQuantiles.capacityFor(topCapacity, check, node.total, rowsAfter)
       node.summary.compress(capacity, CompactQuantiles.salt(node.level, node.lo), budget(node.total, rowsAfter))
+      node.summary.pack()
       i += 1
     }
   }
@@ -569,8 +629,9 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     leaves.foreach { leaf =>
       pending += leaf
       if (leaf.summary.levelCount > 1) pendingInOrder = false
-      var i = 0
-      while (pendingInOrder && i < leaf.summary.sizes(0)) { notePendingValue(leaf.summary.levels(0)(i), compacted = false); i += 1 }
+      val values = leaf.summary.levelArray(0)
+      var i = leaf.summary.levelStart(0)
+      while (pendingInOrder && i < leaf.summary.sizes(0)) { notePendingValue(values(i), compacted = false); i += 1 }
     }
   }
 
@@ -696,22 +757,23 @@ object CompactQuantiles {
 /**
  * What an answer reads: distinct held values ascending (`Double.compare`) with their
  * weights, and `extra` weight-1 values added as they come (a running frame's pending
- * leaves). A Fenwick tree over the positions value 0, the extras between value 0 and 1,
- * value 1, ... (an extra after the values equal to it) gives each selection in O(log m):
- * positions are in value order, so the first position whose prefix weight reaches t holds
- * the smallest value whose weight at or below reaches t. Every selection depends only on
- * the multiset of (value, weight), so any split into the two gives the same answers.
+ * leaves). A Fenwick tree over slots 0 .. m gives each selection in O(log m): slot s holds
+ * the extras in [value s - 1, value s) and then value s (an extra after the values equal to
+ * it; slot m only extras), so slots are in value order and the first slot whose prefix
+ * weight reaches t holds the smallest value whose weight at or below reaches t: one of its
+ * extras, found in `extra`, or its value. Every selection depends only on the multiset of
+ * (value, weight), so any split into the two gives the same answers.
  */
 private[core] final class WeightedValues(values: Array[Double], weights: Array[Long]) {
   private val m = values.length
-  // 1-based: position q (0 .. 2m) at q + 1; odd q = value (q - 1) / 2, even q = extras.
-  private val tree = new Array[Long](2 * m + 2)
+  // 1-based: slot s at s + 1.
+  private val tree = new Array[Long](m + 2)
   private val extra = new SortedBlocks
   private var weight = 0L
 
   {
     var i = 0
-    while (i < m) { tree(2 * i + 2) = weights(i); weight = Math.addExact(weight, weights(i)); i += 1 }
+    while (i < m) { tree(i + 1) = weights(i); weight = Math.addExact(weight, weights(i)); i += 1 }
     i = 1
     while (i < tree.length) {
       val parent = i + (i & -i)
@@ -726,13 +788,13 @@ private[core] final class WeightedValues(values: Array[Double], weights: Array[L
   /** Adds a weight-1 value. */
   def addExtra(x: Double): Unit = {
     extra.insert(x)
-    add(2 * SlidingQuantiles.upperBound(values, m, x), 1L)
+    add(SlidingQuantiles.upperBound(values, m, x), 1L)
     weight += 1
   }
 
   /** Takes `w` off value `x`, which holds at least that. */
   def subtract(x: Double, w: Long): Unit = {
-    add(2 * HeldValues.lowerBound(values, m, x) + 1, -w)
+    add(HeldValues.lowerBound(values, m, x), -w)
     weight -= w
   }
 
@@ -741,7 +803,7 @@ private[core] final class WeightedValues(values: Array[Double], weights: Array[L
     while (i < tree.length) { tree(i) += w; i += i & -i }
   }
 
-  /** The weight at positions 0 .. q. */
+  /** The weight at slots 0 .. q. */
   private def prefix(q: Int): Long = {
     var sum = 0L
     var i = q + 1
@@ -749,7 +811,7 @@ private[core] final class WeightedValues(values: Array[Double], weights: Array[L
     sum
   }
 
-  /** The first position whose prefix weight reaches t >= 1 (t at most the total). */
+  /** The first slot whose prefix weight reaches t >= 1 (t at most the total). */
   private def firstReaching(t: Long): Int = {
     var position = 0
     var rest = t
@@ -762,20 +824,18 @@ private[core] final class WeightedValues(values: Array[Double], weights: Array[L
     position // 1-based `position + 1` is the answer's index: its 0-based position is `position`
   }
 
-  /** The value at position q, reached with `t`: a held value, or the extra it falls on. */
-  private def valueAt(q: Int, t: Long): Double =
-    if ((q & 1) == 1) values(q >> 1)
-    else {
-      val s = q >> 1
-      // Slot s holds the extras from values(s - 1) (included) to values(s) (excluded).
-      val before = if (s == 0) 0 else extra.countBelow(values(s - 1))
-      extra.select((before + t - prefix(q - 1) - 1).toInt)
-    }
+  /** The value slot s reaches `t` at: one of its extras, or its held value. */
+  private def valueAt(s: Int, t: Long): Double = {
+    val before = if (s == 0) 0 else extra.countBelow(values(s - 1))
+    val upTo = if (s == m) extra.size else extra.countBelow(values(s))
+    val rest = t - prefix(s - 1)
+    if (rest <= upTo - before) extra.select((before + rest - 1).toInt) else values(s)
+  }
 
   /** Held weight at or below `y`. */
   private def weightAtMost(y: Double): Long = {
     val s = SlidingQuantiles.upperBound(values, m, y)
-    prefix(2 * s - 1) + extra.countAtMost(y) - (if (s == 0) 0 else extra.countBelow(values(s - 1)))
+    prefix(s - 1) + extra.countAtMost(y) - (if (s == 0) 0 else extra.countBelow(values(s - 1)))
   }
 
   /** The smallest held value whose weight at or below reaches `t` (else the largest). */
@@ -787,7 +847,7 @@ private[core] final class WeightedValues(values: Array[Double], weights: Array[L
 
   /**
    * The largest held value with less than `limit` weight below it, or null: the one at the
-   * first position reaching `limit` (every value before it is no larger; one after it that
+   * first slot reaching `limit` (every value before it is no larger; one after it that
    * is larger has that weight below it), or the largest when none reaches it.
    */
   private def largestBelow(limit: Long): java.lang.Double =
@@ -842,8 +902,10 @@ private[core] object HeldValues {
       var h = 0
       while (h < summary.levelCount) {
         while (perLevel.size <= h) perLevel += new scala.collection.mutable.ArrayBuilder.ofDouble
+        val values = summary.levelArray(h)
+        val from = summary.levelStart(h)
         var i = 0
-        while (i < summary.sizes(h)) { perLevel(h) += summary.levels(h)(i); i += 1 }
+        while (i < summary.sizes(h)) { perLevel(h) += values(from + i); i += 1 }
         h += 1
       }
     }
