@@ -25,10 +25,11 @@ BUDGETED_DELTA = math.sqrt(2 * LOG_TWO_OVER_DELTA / 45)
 LOG_TWO_BILLION = math.log(2e9)
 
 
-def compact(sketches, window, eps, ts, values, present, parts, every_row):
+def compact(sketches, window, eps, ts, values, present, parts, every_row, pending_per_node=1):
     packed = sketches.replay.compactQuantiles(
         window, float(eps), _longs(ts), _doubles(values), _flags(present),
-        np.asarray(parts, dtype=np.uint8).tobytes(), _doubles(PERCENTAGES), every_row)
+        np.asarray(parts, dtype=np.uint8).tobytes(), _doubles(PERCENTAGES), every_row,
+        pending_per_node)
     return np.frombuffer(bytes(packed), dtype=">f8").reshape(-1, WIDTH)
 
 
@@ -101,7 +102,11 @@ def windows_per_row(ts, values, present, window):
         yield values[seen][inside]
 
 
-@pytest.mark.parametrize("order", ["in-order", "shuffled"])
+# A running frame's sketch waits for 4 pending leaves a node (InMemoryPendingPerNode).
+ORDERS = {"in-order": 1, "shuffled": 1, "in-order-running-frame": 4}
+
+
+@pytest.mark.parametrize("order", sorted(ORDERS))
 @pytest.mark.parametrize("window", [7, 60, 500, 10**9])
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_row_is_within_eps_of_the_sorted_window(sketches, kind, window, order):
@@ -113,15 +118,16 @@ def test_every_row_is_within_eps_of_the_sorted_window(sketches, kind, window, or
     if order == "shuffled":
         perm = rng.permutation(len(ts))
         ts, values, present = ts[perm], values[perm], present[perm]
-    out = compact(sketches, window, eps, ts, values, present, np.zeros(len(ts)), True)
+    out = compact(sketches, window, eps, ts, values, present, np.zeros(len(ts)), True, ORDERS[order])
     worst = max(check_answer(out[i], w, eps)
                 for i, w in enumerate(windows_per_row(ts, values, present, window)))
     assert worst <= 1.0
 
 
+@pytest.mark.parametrize("pending_per_node", [1, 4])
 @pytest.mark.parametrize("window", [40, 3000, 10**9])
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_running_frames_view_answers_as_a_full_sort(sketches, kind, window):
+def test_a_running_frames_view_answers_as_a_full_sort(sketches, kind, window, pending_per_node):
     """In time order (a running frame) answers come from a sorted view of the compressed
     nodes plus the pending leaves' sorted values: on every row every field equals the answer
     a sort of every held value gives, through compresses, nodes leaving the window, bursts
@@ -131,7 +137,7 @@ def test_a_running_frames_view_answers_as_a_full_sort(sketches, kind, window):
     late = rng.random(len(ts)) < 0.001  # a few rows behind now
     ts = np.where(late, np.maximum(ts - 5, 0), ts)
     assert sketches.replay.compactViewDisagreements(
-        window, 0.05, _longs(ts), _doubles(values), _flags(present), _doubles(PERCENTAGES)) == 0
+        window, 0.05, pending_per_node, _longs(ts), _doubles(values), _flags(present), _doubles(PERCENTAGES)) == 0
 
 
 @pytest.mark.parametrize("parts", [3, 16])

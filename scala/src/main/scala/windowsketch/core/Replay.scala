@@ -495,19 +495,20 @@ object Replay {
 
   /**
    * The compact percentiles ([[CompactQuantiles]]) of the rows, split into partial sketches
-   * by `parts` (a byte per row) fed in the given order. With `everyRow`, one partial only,
-   * an answer after every row; otherwise the partials merged in a linear fold, one answer.
+   * by `parts` (a byte per row) fed in the given order, each compressing at `pendingPerNode`
+   * ([[CompactQuantiles.pendingPerNode]]). With `everyRow`, one partial only, an answer
+   * after every row; otherwise the partials merged in a linear fold, one answer.
    * Each answer: inside rows, straddling rows, spread, variance, then per percentage the
    * estimate (NaN for none), lower, 1 if lower is certified, upper and 1 if upper is
    * certified, as big-endian doubles.
    */
   def compactQuantiles(window: Long, eps: Double, timestamps: Array[Byte], values: Array[Byte],
       present: Array[Byte], parts: Array[Byte], percentageBytes: Array[Byte],
-      everyRow: Boolean): Array[Byte] = {
+      everyRow: Boolean, pendingPerNode: Int): Array[Byte] = {
     val percentages = doubles(percentageBytes)
     val answers = if (everyRow) present.length else 1
     val out = ByteBuffer.allocate(8 * answers * (4 + 5 * percentages.length))
-    val partials = compactPartials(window, eps, timestamps, values, present, parts,
+    val partials = compactPartials(window, eps, pendingPerNode, timestamps, values, present, parts,
       if (everyRow) s => putCompact(out, s.answer(percentages), percentages) else _ => ())
     if (!everyRow) putCompact(out, mergedCompact(window, eps, partials).answer(percentages), percentages)
     out.array()
@@ -523,14 +524,14 @@ object Replay {
       lengths: Array[Byte]): Array[Byte] = {
     val percentages = doubles(percentageBytes)
     val total = mergedCompact(window, eps,
-      compactPartials(window, eps, timestamps, values, present, parts, _ => ()))
+      compactPartials(window, eps, 1, timestamps, values, present, parts, _ => ()))
     val (e, l) = (ByteBuffer.wrap(ends), ByteBuffer.wrap(lengths))
     val out = ByteBuffer.allocate(ends.length * (4 + 5 * percentages.length))
     while (e.hasRemaining) putCompact(out, total.answerAt(percentages, e.getLong(), l.getLong()), percentages)
     out.array()
   }
 
-  private def compactPartials(window: Long, eps: Double, timestamps: Array[Byte],
+  private def compactPartials(window: Long, eps: Double, pendingPerNode: Int, timestamps: Array[Byte],
       values: Array[Byte], present: Array[Byte], parts: Array[Byte],
       afterRow: CompactQuantiles => Unit): Iterable[CompactQuantiles] = {
     val partials = scala.collection.mutable.TreeMap.empty[Int, CompactQuantiles]
@@ -538,7 +539,11 @@ object Replay {
     val v = ByteBuffer.wrap(values)
     var i = 0
     while (i < present.length) {
-      val s = partials.getOrElseUpdate(parts(i).toInt, new CompactQuantiles(window, eps))
+      val s = partials.getOrElseUpdate(parts(i).toInt, {
+        val partial = new CompactQuantiles(window, eps)
+        partial.pendingPerNode = pendingPerNode
+        partial
+      })
       val ts = t.getLong()
       val value = v.getDouble()
       if (present(i) != 0) s.add(ts, value) else s.advanceTo(ts)
@@ -569,12 +574,14 @@ object Replay {
   /**
    * Rows in the given order into a compact percentile sketch, answering after each row
    * both from its view (what a running frame reads) and by sorting every held value: the
-   * number of rows where any field of the two answers differs.
+   * number of rows where any field of the two answers differs. The sketch compresses at
+   * `pendingPerNode` ([[CompactQuantiles.pendingPerNode]]).
    */
-  def compactViewDisagreements(window: Long, eps: Double, timestamps: Array[Byte],
+  def compactViewDisagreements(window: Long, eps: Double, pendingPerNode: Int, timestamps: Array[Byte],
       values: Array[Byte], present: Array[Byte], percentageBytes: Array[Byte]): Int = {
     val ps = doubles(percentageBytes)
     val s = new CompactQuantiles(window, eps)
+    s.pendingPerNode = pendingPerNode
     val t = ByteBuffer.wrap(timestamps)
     val v = ByteBuffer.wrap(values)
     def bits(a: Array[Double]): Seq[Long] = a.toSeq.map(java.lang.Double.doubleToRawLongBits)

@@ -221,6 +221,7 @@ object Throughput {
           // In time order, a running frame's: its own exact limit and its answering view.
           val s = if (ordered) new SlidingQuantiles(window, eps, CompactQuantiles.orderedExactLimit(eps))
             else new SlidingQuantiles(window, eps)
+          if (ordered) s.compactPendingPerNode = CompactQuantiles.InMemoryPendingPerNode
           while (i < rows) { s.add(ts(i), rng.nextDouble()); i += 1 }
           s.estimates(Array(0.5))
           s

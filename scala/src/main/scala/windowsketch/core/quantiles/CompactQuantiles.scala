@@ -246,31 +246,35 @@ final class QuantileNode(val level: Int, val lo: Long, val total: Long, val summ
 private[quantiles] final class PendingNodes {
   private var los = new Array[Long](16)
   private var values = new Array[Double](16)
-  // The node at i, or null for a leaf of one value.
-  private var held = new Array[QuantileNode](16)
+  // The node at i, or null for a leaf of one value; null until a pending node is not one.
+  private var held: Array[QuantileNode] = null
   private var count = 0
 
   def size: Int = count
   def isEmpty: Boolean = count == 0
   def nonEmpty: Boolean = count > 0
-  def level(i: Int): Int = if (held(i) == null) 0 else held(i).level
-  def lo(i: Int): Long = if (held(i) == null) los(i) else held(i).lo
+  private def heldAt(i: Int): QuantileNode = if (held == null) null else held(i)
+  def level(i: Int): Int = if (heldAt(i) == null) 0 else held(i).level
+  def lo(i: Int): Long = if (heldAt(i) == null) los(i) else held(i).lo
 
   def apply(i: Int): QuantileNode =
-    if (held(i) != null) held(i)
+    if (heldAt(i) != null) held(i)
     else new QuantileNode(0, los(i), 1L, QuantileSummary.restore(Array(Array(values(i))), Array(0L)))
 
-  def update(i: Int, node: QuantileNode): Unit = held(i) = node
+  def update(i: Int, node: QuantileNode): Unit = {
+    if (held == null) held = new Array[QuantileNode](los.length)
+    held(i) = node
+  }
 
   def addLeaf(lo: Long, value: Double): Unit = {
     if (count == los.length) {
       los = java.util.Arrays.copyOf(los, 2 * count)
       values = java.util.Arrays.copyOf(values, 2 * count)
-      held = java.util.Arrays.copyOf(held, 2 * count)
+      if (held != null) held = java.util.Arrays.copyOf(held, 2 * count)
     }
     los(count) = lo
     values(count) = value
-    held(count) = null
+    if (held != null) held(count) = null
     count += 1
   }
 
@@ -280,7 +284,7 @@ private[quantiles] final class PendingNodes {
       addLeaf(node.lo, s.levelArray(0)(0))
     } else {
       addLeaf(node.lo, 0.0)
-      held(count - 1) = node
+      update(count - 1, node)
     }
   }
 
@@ -334,6 +338,17 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
   ExponentialHistogram.checkParameters(window, eps)
 
   var microsecondTime = false
+
+  /**
+   * Pending nodes a compress waits for, per compressed node. The first answer after a
+   * compress rebuilds the answering view (a sort of every held value), so a window
+   * answered at every row and never written (a running frame's) waits for
+   * [[CompactQuantiles.InMemoryPendingPerNode]] per node: a quarter of the rebuilds, for
+   * up to that many pending leaves of 16 bytes each (and their values in the view). Sketches
+   * that are written keep 1, as the Python reader does, so both write the same bytes.
+   */
+  var pendingPerNode = 1
+
   val height: Int = DyadicWindowSketch.heightFor(window)
   /** The straddling nodes' share of a window's rows, at most. */
   val check: Double = eps / 3
@@ -546,7 +561,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
 
   // Amortized: compress once the pending nodes outnumber the compressed ones.
   private def compressIfDue(): Unit =
-    if (pending.size >= math.max(CompactQuantiles.MinPending, nodes.size)) compress()
+    if (pending.size >= math.max(CompactQuantiles.MinPending, pendingPerNode * nodes.size)) compress()
 
   /**
    * Folds the pending nodes in (equal nodes unioned, expired ones dropped), collapses, and
@@ -669,6 +684,9 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
 
 object CompactQuantiles {
   private val MinPending = 64
+
+  /** [[CompactQuantiles.pendingPerNode]] of a window held only in memory, answered per row. */
+  val InMemoryPendingPerNode = 4
   /**
    * A node of m rows with r rows wholly after it may have variance at most
    * eps^2 m (m + 2 r) / 45: over the nodes inside a window of n_L rows these sum to at

@@ -34,6 +34,9 @@ final class SlidingQuantiles(val window: Long, val eps: Double,
 
   var microsecondTime = false
 
+  /** The compact mode's [[CompactQuantiles.pendingPerNode]]. */
+  var compactPendingPerNode = 1
+
   // Every row not yet expired, in arrival order: a ring of (time, value).
   private var times = Array.emptyLongArray
   private var values = Array.emptyDoubleArray
@@ -178,6 +181,7 @@ final class SlidingQuantiles(val window: Long, val eps: Double,
     if (compactWindow == null) {
       val c = new CompactQuantiles(window, eps)
       c.microsecondTime = microsecondTime
+      c.pendingPerNode = compactPendingPerNode
       if (seenAny) c.advanceTo(nowTs)
       replayInto(c)
       compactWindow = c

@@ -240,6 +240,7 @@ abstract class PercentileAggregate extends TypedImperativeAggregate[SlidingQuant
     val sketch = new SlidingQuantiles(windowLength, epsilon,
       if (heldInMemoryOnly) CompactQuantiles.orderedExactLimit(epsilon) else CompactQuantiles.exactLimit(epsilon))
     sketch.microsecondTime = WindowArguments.isTemporal(tsType)
+    if (heldInMemoryOnly) sketch.compactPendingPerNode = CompactQuantiles.InMemoryPendingPerNode
     sketch
   }
 
