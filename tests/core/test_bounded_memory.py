@@ -10,6 +10,10 @@ import pytest
 
 FAMILIES = ["count", "sum", "distinct", "moments", "percentile", "top_k"]
 MB = 1 << 20
+# Heap at 10^6 rows, where it was measured lower (docs/production.md, "Memory per group"):
+# percentiles' settled nodes hold one packed array each and the running frame's view one
+# tree slot a value (2.8 MB in time order, 1.5 MB any order; 3.75 and 2.1 MB before).
+CEILINGS = {("percentile", True): 3.5 * MB, ("percentile", False): 2 * MB}
 
 
 def held(sketches, family: str, rows: int, ordered: bool, copies: int = 1) -> int:
@@ -23,7 +27,7 @@ def held(sketches, family: str, rows: int, ordered: bool, copies: int = 1) -> in
 def test_a_window_of_a_million_rows_holds_a_few_megabytes(sketches, family, ordered):
     small = held(sketches, family, 10**5, ordered)
     big = held(sketches, family, 10**6, ordered)
-    assert big < 5 * MB, (family, big)
+    assert big < CEILINGS.get((family, ordered), 5 * MB), (family, big)
     # Ten times the rows: the structures grow with log(rows), not with rows.
     assert big < 2 * small + MB // 2, (family, small, big)
 
