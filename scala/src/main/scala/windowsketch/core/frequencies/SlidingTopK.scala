@@ -136,7 +136,8 @@ object ItemCounts {
     var j = 0
     var n = 0
     while (i < a.size || j < b.size) {
-      val c = if (i == a.size) 1 else if (j == b.size) -1 else compare(a.items(i), b.items(j))
+      val c = if (i == a.size) 1 else if (j == b.size) -1
+        else if (a.items(i) eq b.items(j)) 0 else compare(a.items(i), b.items(j)) // interned items: one array
       if (c <= 0) {
         items(n) = a.items(i)
         counts(n) = if (c == 0) Math.addExact(a.counts(i), b.counts(j)) else a.counts(i)
