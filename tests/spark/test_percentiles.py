@@ -190,6 +190,38 @@ def test_running_frames_stay_exact_to_their_own_limit(spark, frame):
     assert [bytes(r.s)[2] for r in kinds] == [8, 8, 8]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_running_frames_past_their_own_limit_are_within_eps_on_every_row(spark, kind):
+    """Past a running frame's exact limit (512 values at eps 0.5) its window turns compact
+    and is answered from the view, compressing once 4 pending leaves a node wait: every row
+    of windows of up to about 1,100 values is a value of its window within eps n of p n.
+    (A ROWS frame runs the same aggregate: test_running_frames_stay_exact_to_their_own_limit.)"""
+    eps = 0.5
+    frame = "running-range"
+    rng = np.random.default_rng(stable_seed("percentile-running-compact", kind, frame))
+    spark.createDataFrame(rows(rng, kind, 3600), "id INT, key STRING, ts BIGINT, x DOUBLE") \
+        .repartition(3).createOrReplaceTempView("pct_running_compact_rows")
+    over = FRAMES[frame]
+    got = spark.sql(f"""
+        SELECT approx_window_percentile(x, ts, 1000000, {P_SQL}, {eps}) OVER ({over}) AS ours,
+               collect_list(CASE WHEN ts IS NOT NULL THEN x END) OVER ({over}) AS frame
+        FROM pct_running_compact_rows""").collect()
+    past = 0
+    for r in got:
+        values = np.sort(np.array(r.frame, dtype=float))
+        if not len(values):
+            assert r.ours is None
+            continue
+        past += len(values) > 512
+        n = len(values)
+        for p, answer in zip(PERCENTAGES, r.ours):
+            below = np.searchsorted(values, answer, "left")
+            at_most = np.searchsorted(values, answer, "right")
+            assert at_most > below, (p, n)  # a value of the window
+            assert max(0.0, below - p * n, p * n - at_most) <= eps * n, (p, n)
+    assert past > 1000, past
+
+
 @pytest.mark.parametrize("window", [20000, 10**6])
 @pytest.mark.parametrize("kind", KINDS)
 def test_group_by_in_compact_mode_is_within_eps_of_the_sorted_window(spark, kind, window):
