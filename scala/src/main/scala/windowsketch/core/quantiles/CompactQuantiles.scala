@@ -559,7 +559,7 @@ final class CompactQuantiles(val window: Long, val eps: Double) extends SketchAx
     compressIfDue()
   }
 
-  // Amortized: compress once the pending nodes outnumber the compressed ones.
+  // Amortized: compress once the pending nodes number `pendingPerNode` a compressed one.
   private def compressIfDue(): Unit =
     if (pending.size >= math.max(CompactQuantiles.MinPending, pendingPerNode * nodes.size)) compress()
 
