@@ -126,22 +126,18 @@ COMPACT_FRAMES = {**FRAMES, "sliding-rows": "PARTITION BY key ORDER BY ts, id RO
                                             "700 PRECEDING AND CURRENT ROW"}
 
 
-@pytest.mark.parametrize("frame", sorted(COMPACT_FRAMES))
-@pytest.mark.parametrize("kind", KINDS)
-def test_windows_past_the_exact_limit_are_within_eps_in_every_frame(spark, kind, frame):
-    """Every row of every frame kind, windows of up to 700 values at eps 0.1 (exact limit
-    512): each answer is a value of its window within eps n of p n, compact or not, and
-    many windows are past the limit."""
-    eps = 0.1
-    rng = np.random.default_rng(stable_seed("percentile-compact-frames", kind, frame))
-    spark.createDataFrame(rows(rng, kind, 2100), "id INT, key STRING, ts BIGINT, x DOUBLE") \
-        .repartition(3).createOrReplaceTempView("pct_compact_rows")
-    over = COMPACT_FRAMES[frame]
-    # The window (10^6 positions) holds every row of the frame with a time: the frame's x.
+def frames_within_eps(spark, seed, kind, over, eps, rows_count, limit):
+    """Runs approx_window_percentile over frame `over` on `rows_count` rows of `kind` and
+    checks every row: each answer is a value of its window within eps n of p n (the window,
+    10^6 positions, holds every row of the frame with a time: the frame's x). Returns how
+    many rows' windows held more than `limit` values."""
+    rng = np.random.default_rng(stable_seed(seed, kind, over))
+    spark.createDataFrame(rows(rng, kind, rows_count), "id INT, key STRING, ts BIGINT, x DOUBLE") \
+        .repartition(3).createOrReplaceTempView("pct_frame_rows")
     got = spark.sql(f"""
         SELECT approx_window_percentile(x, ts, 1000000, {P_SQL}, {eps}) OVER ({over}) AS ours,
                collect_list(CASE WHEN ts IS NOT NULL THEN x END) OVER ({over}) AS frame
-        FROM pct_compact_rows""").collect()
+        FROM pct_frame_rows""").collect()
     past = 0
     checked = set()
     for r in got:
@@ -149,7 +145,7 @@ def test_windows_past_the_exact_limit_are_within_eps_in_every_frame(spark, kind,
         if not len(values):
             assert r.ours is None
             continue
-        past += len(values) > 512
+        past += len(values) > limit
         seen = (len(values), float(values.sum()), tuple(r.ours))  # a whole partition's rows repeat
         if seen in checked:
             continue
@@ -158,9 +154,31 @@ def test_windows_past_the_exact_limit_are_within_eps_in_every_frame(spark, kind,
         for p, answer in zip(PERCENTAGES, r.ours):
             below = np.searchsorted(values, answer, "left")
             at_most = np.searchsorted(values, answer, "right")
-            assert at_most > below, (frame, p)  # a value of the window
-            assert max(0.0, below - p * n, p * n - at_most) <= eps * n, (frame, p, n)
+            assert at_most > below, (over, p)  # a value of the window
+            assert max(0.0, below - p * n, p * n - at_most) <= eps * n, (over, p, n)
+    return past
+
+
+@pytest.mark.parametrize("frame", sorted(COMPACT_FRAMES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_windows_past_the_exact_limit_are_within_eps_in_every_frame(spark, kind, frame):
+    """Every row of every frame kind, windows of up to 700 values at eps 0.1 (exact limit
+    512): each answer is a value of its window within eps n of p n, compact or not, and
+    many windows are past the limit."""
+    past = frames_within_eps(spark, "percentile-compact-frames", kind, COMPACT_FRAMES[frame],
+                             0.1, 2100, 512)
     assert past > 300, past
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_running_frames_past_their_own_limit_are_within_eps_on_every_row(spark, kind):
+    """Past a running frame's exact limit (512 values at eps 0.5) its window turns compact
+    and is answered from the view, compressing once 4 pending leaves a node wait: every row
+    of windows of up to about 1,100 values is a value of its window within eps n of p n.
+    (A ROWS frame runs the same aggregate: test_running_frames_stay_exact_to_their_own_limit.)"""
+    past = frames_within_eps(spark, "percentile-running-compact", kind, FRAMES["running-range"],
+                             0.5, 3600, 512)
+    assert past > 1000, past
 
 
 @pytest.mark.parametrize("frame", ["running-range", "running-rows"])
@@ -188,38 +206,6 @@ def test_running_frames_stay_exact_to_their_own_limit(spark, frame):
     kinds = spark.sql(f"SELECT key, window_percentile_sketch(x, ts, 1000000, {eps}) AS s "
                       "FROM pct_running_rows GROUP BY key").collect()
     assert [bytes(r.s)[2] for r in kinds] == [8, 8, 8]
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_running_frames_past_their_own_limit_are_within_eps_on_every_row(spark, kind):
-    """Past a running frame's exact limit (512 values at eps 0.5) its window turns compact
-    and is answered from the view, compressing once 4 pending leaves a node wait: every row
-    of windows of up to about 1,100 values is a value of its window within eps n of p n.
-    (A ROWS frame runs the same aggregate: test_running_frames_stay_exact_to_their_own_limit.)"""
-    eps = 0.5
-    frame = "running-range"
-    rng = np.random.default_rng(stable_seed("percentile-running-compact", kind, frame))
-    spark.createDataFrame(rows(rng, kind, 3600), "id INT, key STRING, ts BIGINT, x DOUBLE") \
-        .repartition(3).createOrReplaceTempView("pct_running_compact_rows")
-    over = FRAMES[frame]
-    got = spark.sql(f"""
-        SELECT approx_window_percentile(x, ts, 1000000, {P_SQL}, {eps}) OVER ({over}) AS ours,
-               collect_list(CASE WHEN ts IS NOT NULL THEN x END) OVER ({over}) AS frame
-        FROM pct_running_compact_rows""").collect()
-    past = 0
-    for r in got:
-        values = np.sort(np.array(r.frame, dtype=float))
-        if not len(values):
-            assert r.ours is None
-            continue
-        past += len(values) > 512
-        n = len(values)
-        for p, answer in zip(PERCENTAGES, r.ours):
-            below = np.searchsorted(values, answer, "left")
-            at_most = np.searchsorted(values, answer, "right")
-            assert at_most > below, (p, n)  # a value of the window
-            assert max(0.0, below - p * n, p * n - at_most) <= eps * n, (p, n)
-    assert past > 1000, past
 
 
 @pytest.mark.parametrize("window", [20000, 10**6])

@@ -219,9 +219,7 @@ object Throughput {
           s
         case "percentile" =>
           // In time order, a running frame's: its own exact limit and its answering view.
-          val s = if (ordered) new SlidingQuantiles(window, eps, CompactQuantiles.orderedExactLimit(eps))
-            else new SlidingQuantiles(window, eps)
-          if (ordered) s.compactPendingPerNode = CompactQuantiles.InMemoryPendingPerNode
+          val s = if (ordered) SlidingQuantiles.inMemoryOnly(window, eps) else new SlidingQuantiles(window, eps)
           while (i < rows) { s.add(ts(i), rng.nextDouble()); i += 1 }
           s.estimates(Array(0.5))
           s

@@ -338,6 +338,17 @@ final class SlidingQuantiles(val window: Long, val eps: Double,
 
 object SlidingQuantiles {
   /**
+   * A window held only in memory and answered at every row (a running frame ordered by
+   * its time): exact to [[CompactQuantiles.orderedExactLimit]], then compact, compressing
+   * at [[CompactQuantiles.InMemoryPendingPerNode]].
+   */
+  def inMemoryOnly(window: Long, eps: Double): SlidingQuantiles = {
+    val s = new SlidingQuantiles(window, eps, CompactQuantiles.orderedExactLimit(eps))
+    s.compactPendingPerNode = CompactQuantiles.InMemoryPendingPerNode
+    s
+  }
+
+  /**
    * The most rows the exact form's bytes may hold: the exact limit was once 16 / eps^2 (up
    * to 2^24), and bytes written then keep reading.
    */

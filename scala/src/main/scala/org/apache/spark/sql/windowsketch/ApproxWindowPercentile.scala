@@ -237,10 +237,9 @@ abstract class PercentileAggregate extends TypedImperativeAggregate[SlidingQuant
   protected def heldInMemoryOnly: Boolean = false
 
   override def createAggregationBuffer(): SlidingQuantiles = {
-    val sketch = new SlidingQuantiles(windowLength, epsilon,
-      if (heldInMemoryOnly) CompactQuantiles.orderedExactLimit(epsilon) else CompactQuantiles.exactLimit(epsilon))
+    val sketch = if (heldInMemoryOnly) SlidingQuantiles.inMemoryOnly(windowLength, epsilon)
+      else new SlidingQuantiles(windowLength, epsilon)
     sketch.microsecondTime = WindowArguments.isTemporal(tsType)
-    if (heldInMemoryOnly) sketch.compactPendingPerNode = CompactQuantiles.InMemoryPendingPerNode
     sketch
   }
 
