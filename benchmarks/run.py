@@ -161,11 +161,12 @@ class Measured:
 
 
 def measured(spark, df) -> Measured:
-    """Times `df` (after a warm-up run) and reads, from Spark's status store, the memory its
-    tasks took from Spark's memory manager: sort buffers, WindowExec's partition buffer,
-    hash aggregation. Objects an aggregate keeps on the heap (our sketches) are not in it."""
+    """Times `df` (after a warm-up run, but in --quick) and reads, from Spark's status store,
+    the memory its tasks took from Spark's memory manager: sort buffers, WindowExec's
+    partition buffer, hash aggregation. Objects an aggregate keeps on the heap (our sketches) are not in it."""
     sc = spark.sparkContext
-    df.write.format("noop").mode("overwrite").save()
+    if WARM_UP:
+        df.write.format("noop").mode("overwrite").save()
     group = f"bench-{time.monotonic_ns()}"
     sc.setJobGroup(group, group)
     try:
@@ -196,9 +197,10 @@ def measured(spark, df) -> Measured:
     return Measured(seconds, peak, spilled, executor_peak)
 
 
-# The most measured runs of a query: --quick runs each once (its figures only show the
-# harness works).
+# The most measured runs of a query, and whether `measured` runs it once unmeasured first:
+# --quick runs each once, cold (its figures only show the harness works).
 MAX_RUNS = 3
+WARM_UP = True
 
 
 def best_alternating(spark, queries: dict, runs: int = 3) -> dict:
@@ -312,7 +314,8 @@ def running_windows(spark, sizes, report):
     report.table(
         f"Running windows over {n:,} rows (4 keys), cost per row",
         ["window N", "query", "rows", "ns/row", "÷ approx", "peak task MB", "spilled MB"], lines,
-        "Each query writes to Spark's noop sink, timed after one warm-up run. The exact "
+        "Each query writes to Spark's noop sink, timed after one warm-up run (none in "
+        "--quick). The exact "
         "sliding frames cost O(N) per row, so at large N they run on fewer rows "
         f"(rows × N ≤ {sizes.sliding_budget:.0e}, at least 10,000) and are compared per row; "
         "where a key's rows are fewer than N their frames never fill, so their figures there "
@@ -811,10 +814,10 @@ def deduplication(spark, sizes, report, workdir):
         "dropDuplicatesWithinWatermark, delay 1 hour": lambda:
             events().withWatermark("ts", "1 hour").dropDuplicatesWithinWatermark(["event_id"]),
     }
-    # Two alternating runs each, from new checkpoints; the faster one counts (the first
-    # query of a JVM pays its warm-up).
+    # Two alternating runs each (one in --quick), from new checkpoints; the faster one
+    # counts (the first query of a JVM pays its warm-up).
     best: dict = {}
-    for run in range(2):
+    for run in range(min(2, MAX_RUNS)):
         for i, (name, build) in enumerate(queries.items()):
             sink = os.path.join(workdir, f"dedup-out-{run}-{i}")
             query = (build().writeStream.format("parquet").option("path", sink)
@@ -1745,8 +1748,8 @@ def main(argv=None):
         return big_window_child(args.big_window_child)
     sizes = QUICK if args.quick else FULL
     if args.quick:
-        global MAX_RUNS
-        MAX_RUNS = 1
+        global MAX_RUNS, WARM_UP
+        MAX_RUNS, WARM_UP = 1, False
     only = [name.strip() for name in (args.only or "").split(",") if name.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
     if unknown:

@@ -122,9 +122,9 @@ def test_every_shim_folder_exists_and_is_used():
     assert folders == used
 
 
-def test_the_middle_lines_split_the_test_functions_evenly():
-    """4.1 and 4.2 each run one share of the Spark-facing test functions (tests/lines): the
-    hash must split them, not hand one line nearly all."""
+def test_the_4x_lines_split_the_test_functions_evenly():
+    """4.0, 4.1 and 4.2 each run one half of the Spark-facing test functions (tests/lines):
+    the hash must split them, not hand one line nearly all."""
     ids = []
     for folder in ("tests/spark", "tests/python"):
         for name in sorted(os.listdir(os.path.join(ROOT, folder))):
