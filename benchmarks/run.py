@@ -163,7 +163,8 @@ class Measured:
 def measured(spark, df) -> Measured:
     """Times `df` (after a warm-up run, but in --quick) and reads, from Spark's status store,
     the memory its tasks took from Spark's memory manager: sort buffers, WindowExec's
-    partition buffer, hash aggregation. Objects an aggregate keeps on the heap (our sketches) are not in it."""
+    partition buffer, hash aggregation. Objects an aggregate keeps on the heap (our
+    sketches) are not in it."""
     sc = spark.sparkContext
     if WARM_UP:
         df.write.format("noop").mode("overwrite").save()
