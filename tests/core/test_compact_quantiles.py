@@ -40,57 +40,58 @@ def java_keys(values) -> np.ndarray:
     return np.where(bits >= 0, bits, bits ^ np.int64(0x7FFFFFFFFFFFFFFF))
 
 
+PERCENTS = np.asarray(PERCENTAGES)
+
+
 def check_answer(row, window_values, eps) -> float:
-    """Asserts one answer; returns its worst rank error over eps n."""
+    """Asserts one answer, every percentage at once; returns its worst rank error over eps n."""
     inside, straddling, spread, variance = row[:4]
     n = len(window_values)
     assert inside <= n <= inside + straddling
     assert straddling <= eps / 3 * inside  # (I) at the window's start
+    answers = row[4:].reshape(-1, 5)  # estimate, lower, has lower, upper, has upper
     if n == 0:
-        assert all(math.isnan(row[4 + 5 * j]) for j in range(len(PERCENTAGES)))
+        assert np.isnan(answers[:, 0]).all()
         return 0.0
     delta = math.sqrt(2 * variance * LOG_TWO_OVER_DELTA)
     # Step 4: the nodes' variance budgets sum to at most eps^2 n_L^2 / 45 (proved).
     assert delta <= BUDGETED_DELTA * eps * inside, (delta, inside)
     keys = np.sort(java_keys(window_values))
     stated = straddling + delta + 1
-    worst = 0.0
-    for j, p in enumerate(PERCENTAGES):
-        estimate, lower, has_lower, upper, has_upper = row[4 + 5 * j: 9 + 5 * j]
-        key = java_keys([estimate])[0]
-        below = int(np.searchsorted(keys, key, "left"))
-        at_most = int(np.searchsorted(keys, key, "right"))
-        assert at_most > below, (p, estimate)  # a value of the window
-        error = max(0.0, below - p * n, p * n - at_most)
-        assert error <= eps * n, (p, error, n)
-        assert error <= stated, (p, error, stated)
-        assert error <= straddling + spread + 1, (p, error)  # the certain bound
-        worst = max(worst, error / (eps * n))
-        exact = keys[max(math.ceil(p * n) - 1, 0)]
-        check_bounds(keys, p, exact, inside, straddling, variance,
-                     (lower if has_lower else None), (upper if has_upper else None))
-    return worst
+    estimates = java_keys(answers[:, 0])
+    below = np.searchsorted(keys, estimates, "left")
+    at_most = np.searchsorted(keys, estimates, "right")
+    assert (at_most > below).all(), answers[:, 0]  # values of the window
+    error = np.maximum(0.0, np.maximum(below - PERCENTS * n, PERCENTS * n - at_most))
+    assert (error <= eps * n).all(), (error, n)
+    assert (error <= stated).all(), (error, stated)
+    assert (error <= straddling + spread + 1).all(), error  # the certain bound
+    exact = keys[np.maximum(np.ceil(PERCENTS * n).astype(np.int64) - 1, 0)]
+    check_bounds(keys, exact, inside, straddling, variance, answers)
+    return float(error.max() / (eps * n))
 
 
-def check_bounds(keys, p, exact, inside, straddling, variance, lower, upper):
-    """The bounds of percentage p (None: NULL) against the sorted window `keys`: true, present
+def check_bounds(keys, exact, inside, straddling, variance, answers):
+    """The bounds of every percentage p against the sorted window `keys`: true, present
     exactly when the rule gives one, and tight. Lower is the largest held v with
     W(< v) + D + n_X < t, so the next held value has W(< next) = W(<= v) >= t - D - n_X, and
     count(<= v) >= t - 2 D - n_X; upper is the smallest held u with W(<= u) - D >= h, so
     count(< u) < h + 2 D + n_X (W within D of the count, as the bounds themselves assume)."""
     slack = math.ceil(math.sqrt(2 * variance * LOG_TWO_BILLION))
-    t = max(1, math.ceil(p * inside))
-    highest = max(1, math.ceil(p * (inside + straddling)))
-    assert (lower is not None) == (t - slack - straddling >= 1), (p, t, slack, straddling)
-    assert (upper is not None) == (inside >= highest + slack), (p, inside, highest, slack)
-    if lower is not None:
-        key = java_keys([lower])[0]
-        assert np.any(keys == key) and key <= exact, p
-        assert np.searchsorted(keys, key, "right") >= t - 2 * slack - straddling, (p, lower)
-    if upper is not None:
-        key = java_keys([upper])[0]
-        assert np.any(keys == key) and key >= exact, p
-        assert np.searchsorted(keys, key, "left") < highest + 2 * slack + straddling, (p, upper)
+    t = np.maximum(1, np.ceil(PERCENTS * inside))
+    highest = np.maximum(1, np.ceil(PERCENTS * (inside + straddling)))
+    has_lower, has_upper = answers[:, 2] != 0, answers[:, 4] != 0
+    assert (has_lower == (t - slack - straddling >= 1)).all(), (t, slack, straddling)
+    assert (has_upper == (inside >= highest + slack)).all(), (inside, highest, slack)
+    for held, column, side, rank_ok in (
+            (has_lower, 1, "right", lambda rank: rank >= t - 2 * slack - straddling),
+            (has_upper, 3, "left", lambda rank: rank < highest + 2 * slack + straddling)):
+        bound = java_keys(answers[:, column])
+        at = np.searchsorted(keys, bound, "left")
+        in_window = keys[np.minimum(at, len(keys) - 1)] == bound
+        assert in_window[held].all(), answers[held, column]
+        assert ((bound <= exact) if column == 1 else (bound >= exact))[held].all(), column
+        assert rank_ok(np.searchsorted(keys, bound, side))[held].all(), answers[held, column]
 
 
 def windows_per_row(ts, values, present, window):
