@@ -19,11 +19,8 @@ pyspark's, in a virtualenv holding that line's pyspark from PyPI:
 The wheel's jar for the installed pyspark's own line runs too (the main suite tests the jar
 it builds itself). All of it runs in the background from the end of collection, two lines at a time, while
 the main suite runs (the work is mostly waiting: JVM start-up, pip, Spark's scheduling);
-the tests here, which pytest runs last, wait for their line's results. The matrix's processes
-run at a lower priority (BEHIND_THE_MAIN_SUITE): on two cores the main suite, whose end the
-tests here wait for anyway, then runs nearly as fast as alone, and the lines fill the cores it
-leaves idle and then both cores. Virtualenvs are kept in the build cache (scala/build_jar.py)
-between runs.
+the tests here, which pytest runs last, wait for their line's results. Virtualenvs are
+kept in the build cache (scala/build_jar.py) between runs.
 """
 from __future__ import annotations
 
@@ -95,10 +92,6 @@ SHARES = {"4.0": "1/2", "4.1": "0/2", "4.2": "1/2"}
 assert sorted({SHARES["4.0"], SHARES["4.1"]}) == ["0/2", "1/2"]
 assert set(EXPECTED_SKIPS) == set(SUITES)
 
-#: A prefix for every process of the matrix: `nice` (niceness 10, about a tenth of the CPU
-#: share of the main suite's when both want it), where there is one.
-BEHIND_THE_MAIN_SUITE = ["nice", "-n", "10"] if shutil.which("nice") else []
-
 #: Per line, the suite's summary ("512 passed, 1 skipped in 250.3s"), for the report.
 RESULTS: dict[str, str] = {}
 
@@ -147,8 +140,8 @@ class Venv:
         self.pip("install", "-q", f"pyspark[connect]=={self.version}")
 
     def run(self, *args, timeout=900, cwd=ROOT, check=True) -> subprocess.CompletedProcess:
-        result = subprocess.run([*BEHIND_THE_MAIN_SUITE, *args], capture_output=True, text=True,
-                                timeout=timeout, cwd=cwd, env=self.env, stdin=subprocess.DEVNULL)
+        result = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout,
+                                cwd=cwd, env=self.env, stdin=subprocess.DEVNULL)
         if check:
             assert result.returncode == 0, (
                 f"{' '.join(args)[:300]} failed ({result.returncode}):\n"
@@ -191,8 +184,8 @@ def build_release_wheel(work: str) -> str:
     source = clean_copy(os.path.join(work, "release", "windowsketch"))
     out = os.path.join(work, "dist")
     result = subprocess.run(
-        [*BEHIND_THE_MAIN_SUITE, sys.executable, "-m", "pip", "wheel", "--no-deps",
-         "--disable-pip-version-check", "-w", out, source],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
+         "-w", out, source],
         capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL,
         env={**os.environ, "WINDOWSKETCH_SPARK_LINES": "all"})
     assert result.returncode == 0, result.stderr[-5000:]
@@ -308,9 +301,8 @@ def run_wheels_jar_for_the_installed_pyspark(wheel: str, work: str) -> None:
     script = (textwrap.dedent(WHEEL_JAR_SCRIPT).replace("JAR", repr(jar)) +
               textwrap.dedent(QUICKSTART).replace("windowsketch.configure(SparkSession.builder",
                                                   "(SparkSession.builder"))
-    result = subprocess.run([*BEHIND_THE_MAIN_SUITE, sys.executable, "-c", script], cwd=work,
-                            capture_output=True, text=True, timeout=600,
-                            stdin=subprocess.DEVNULL)
+    result = subprocess.run([sys.executable, "-c", script], cwd=work, capture_output=True,
+                            text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert "ANSWERS [20, 3, 2]" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]
     assert "QUICKSTART [1, 2, 1, 1]" in result.stdout, result.stdout[-2000:]
 
