@@ -105,7 +105,7 @@ import windowsketch
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
          .config("spark.jars", windowsketch.jar_path()).getOrCreate())
-assert "approx_window_count" not in [f.name for f in spark.catalog.listFunctions()]
+assert not spark.catalog.functionExists("approx_window_count")
 windowsketch.register(spark)
 windowsketch.register(spark)  # twice is harmless
 q = spark.sql("""SELECT ts, approx_window_count(v, ts, 3, 0.05) OVER (ORDER BY ts) AS n

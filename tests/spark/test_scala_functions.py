@@ -37,6 +37,21 @@ def sql(spark, expression, table="scala_api"):
     return spark.sql(f"SELECT {expression} AS r FROM {table}").collect()[0].r
 
 
+def agree(spark, cases, table="scala_api"):
+    """(expression, Scala column's answer, SQL's answer) for each (Scala column, SQL
+    expression) of `cases` over `table`: all the columns in one query, all the expressions
+    in another (a query a case cost minutes of CI over the Spark lines)."""
+    try:
+        from pyspark.sql.classic.column import Column
+    except ImportError:  # Spark 3.5: one Column class
+        from pyspark.sql.column import Column
+    got = spark.table(table).select(
+        *[Column(jcolumn).alias(f"r{i}") for i, (jcolumn, _) in enumerate(cases)]).collect()[0]
+    want = spark.sql("SELECT " + ", ".join(f"{expression} AS r{i}" for i, (_, expression)
+                                            in enumerate(cases)) + f" FROM {table}").collect()[0]
+    return [(expression, got[i], want[i]) for i, (_, expression) in enumerate(cases)]
+
+
 def test_counts_sums_and_bounds(spark, api):
     f, col, lit, select, _ = api
     cases = [
@@ -60,8 +75,7 @@ def test_counts_sums_and_bounds(spark, api):
         (f.approx_window_count_distinct("q", "ts", 12, 0.1),
          "approx_window_count_distinct(q, ts, 12, 0.1)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn), sql(spark, expression)
+    for expression, got, want in agree(spark, cases):
         assert got == want and want, (expression, got, want)
 
 
@@ -84,8 +98,7 @@ def test_sketch_columns(spark, api):
         (f.window_sketch_bounds(s, lit(44)), "window_sketch_bounds(s, 44)"),
         (f.window_sketch_bounds(s, lit(44), lit(6)), "window_sketch_bounds(s, 44, 6)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_sketch")
+    for expression, got, want in agree(spark, cases, "scala_api_sketch"):
         assert got == want and want, (expression, got, want)
 
 
@@ -93,9 +106,10 @@ def test_distinct_sketch_columns(spark, api):
     f, col, lit, select, _ = api
     sketch = spark.sql("SELECT window_distinct_sketch(q, ts, 12, 0.1) AS s FROM scala_api")
     sketch.createOrReplaceTempView("scala_api_distinct")
+    stored = bytes(sketch.collect()[0].s)
     for jcolumn in (f.window_distinct_sketch(col("q"), col("ts"), lit(12), lit(0.1)),
                     f.window_distinct_sketch("q", "ts", 12, 0.1)):
-        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+        assert bytes(select(jcolumn)) == stored
     assert bytes(select(f.window_distinct_sketch(col("q"), col("ts"), lit(12)))) == bytes(
         sql(spark, "window_distinct_sketch(q, ts, 12)"))
     for jcolumn in (f.window_distinct_sketch_merge(col("s")),
@@ -109,8 +123,7 @@ def test_distinct_sketch_columns(spark, api):
         (f.window_distinct_sketch_estimate(s, lit(44), lit(6)),
          "window_distinct_sketch_estimate(s, 44, 6)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_distinct")
+    for expression, got, want in agree(spark, cases, "scala_api_distinct"):
         assert got == want and want, (expression, got, want)
 
 
@@ -128,8 +141,7 @@ def test_percentiles(spark, api):
         (f.approx_window_percentile("q", "ts", 12, percentages, 0.1),
          "approx_window_percentile(q, ts, 12, array(0.5, 0.9), 0.1)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn), sql(spark, expression)
+    for expression, got, want in agree(spark, cases):
         assert got == want and want, (expression, got, want)
     cases = [
         (f.approx_window_percentile_bounds(col("q"), col("ts"), lit(12), lit(0.5), lit(0.1)),
@@ -137,8 +149,7 @@ def test_percentiles(spark, api):
         (f.approx_window_percentile_bounds(col("q"), col("ts"), lit(12), lit(0.9)),
          "approx_window_percentile_bounds(q, ts, 12, 0.9)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn), sql(spark, expression)
+    for expression, got, want in agree(spark, cases):
         assert got == want and want, (expression, got, want)
 
 
@@ -146,9 +157,10 @@ def test_percentile_sketch_columns(spark, api):
     f, col, lit, select, _ = api
     sketch = spark.sql("SELECT window_percentile_sketch(q, ts, 12, 0.1) AS s FROM scala_api")
     sketch.createOrReplaceTempView("scala_api_percentile")
+    stored = bytes(sketch.collect()[0].s)
     for jcolumn in (f.window_percentile_sketch(col("q"), col("ts"), lit(12), lit(0.1)),
                     f.window_percentile_sketch("q", "ts", 12, 0.1)):
-        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+        assert bytes(select(jcolumn)) == stored
     assert bytes(select(f.window_percentile_sketch(col("q"), col("ts"), lit(12)))) == bytes(
         sql(spark, "window_percentile_sketch(q, ts, 12)"))
     for jcolumn in (f.window_percentile_sketch_merge(col("s")),
@@ -164,8 +176,7 @@ def test_percentile_sketch_columns(spark, api):
         (f.window_percentile_sketch_estimate(s, lit(0.9), lit(44), lit(6)),
          "window_percentile_sketch_estimate(s, 0.9, 44, 6)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_percentile")
+    for expression, got, want in agree(spark, cases, "scala_api_percentile"):
         assert got == want and want, (expression, got, want)
 
 
@@ -181,8 +192,7 @@ def test_moments(spark, api):
                   (function(col("q"), col("ts"), lit(12)), f"{name}(q, ts, 12)")]
         if name in ("approx_window_avg", "approx_window_variance", "approx_window_stddev"):
             cases.append((function("q", "ts", 12, 0.1), f"{name}(q, ts, 12, 0.1)"))
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn), sql(spark, expression)
+    for expression, got, want in agree(spark, cases):
         assert got == want and want, (expression, got, want)
 
 
@@ -190,9 +200,10 @@ def test_moments_sketch_columns(spark, api):
     f, col, lit, select, _ = api
     sketch = spark.sql("SELECT window_moments_sketch(q, ts, 12, 0.1) AS s FROM scala_api")
     sketch.createOrReplaceTempView("scala_api_moments")
+    stored = bytes(sketch.collect()[0].s)
     for jcolumn in (f.window_moments_sketch(col("q"), col("ts"), lit(12), lit(0.1)),
                     f.window_moments_sketch("q", "ts", 12, 0.1)):
-        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+        assert bytes(select(jcolumn)) == stored
     assert bytes(select(f.window_moments_sketch(col("q"), col("ts"), lit(12)))) == bytes(
         sql(spark, "window_moments_sketch(q, ts, 12)"))
     for jcolumn in (f.window_moments_sketch_merge(col("s")), f.window_moments_sketch_merge("s")):
@@ -211,8 +222,7 @@ def test_moments_sketch_columns(spark, api):
         (f.window_moments_sketch_bounds(s, "var_pop", lit(44), lit(6)),
          "window_moments_sketch_bounds(s, 'var_pop', 44, 6)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_moments")
+    for expression, got, want in agree(spark, cases, "scala_api_moments"):
         assert got == want and want, (expression, got, want)
 
 
@@ -224,8 +234,7 @@ def test_top_k(spark, api):
         (f.approx_window_top_k(col("q"), col("ts"), lit(12), lit(2)), "approx_window_top_k(q, ts, 12, 2)"),
         (f.approx_window_top_k("q", "ts", 12, 2, 0.1), "approx_window_top_k(q, ts, 12, 2, 0.1)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn), sql(spark, expression)
+    for expression, got, want in agree(spark, cases):
         assert got == want and want, (expression, got, want)
     sketch = spark.sql("SELECT window_top_k_sketch(v, ts, 12, 0.1) AS s FROM scala_api")
     sketch.createOrReplaceTempView("scala_api_top_k")
@@ -245,8 +254,7 @@ def test_top_k(spark, api):
         (f.window_top_k_sketch_estimate(s, 2, lit(44), lit(6)),
          "window_top_k_sketch_estimate(s, 2, 44, 6)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_top_k")
+    for expression, got, want in agree(spark, cases, "scala_api_top_k"):
         assert got == want and want, (expression, got, want)
 
 
@@ -258,16 +266,16 @@ def test_sample(spark, api):
         (f.approx_window_sample(col("q"), col("ts"), lit(12), lit(3)), "approx_window_sample(q, ts, 12, 3)"),
         (f.approx_window_sample("q", "ts", 12, 3, 5), "approx_window_sample(q, ts, 12, 3, 5)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn), sql(spark, expression)
+    for expression, got, want in agree(spark, cases):
         assert got == want and len(want) == 3, (expression, got, want)
     assert sql(spark, "approx_window_sample(q, ts, 12, 3, 5)") != sql(
         spark, "approx_window_sample(q, ts, 12, 3, 6)")
     sketch = spark.sql("SELECT window_sample_sketch(q, ts, 12, 3, 5) AS s FROM scala_api")
     sketch.createOrReplaceTempView("scala_api_sample")
+    stored = bytes(sketch.collect()[0].s)
     for jcolumn in (f.window_sample_sketch(col("q"), col("ts"), lit(12), lit(3), lit(5)),
                     f.window_sample_sketch("q", "ts", 12, 3, 5)):
-        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+        assert bytes(select(jcolumn)) == stored
     assert bytes(select(f.window_sample_sketch(col("q"), col("ts"), lit(12), lit(3)))) == bytes(
         sql(spark, "window_sample_sketch(q, ts, 12, 3)"))
     for jcolumn in (f.window_sample_sketch_merge(col("s")), f.window_sample_sketch_merge("s")):
@@ -280,8 +288,7 @@ def test_sample(spark, api):
         (f.window_sample_sketch_get(s, 2, lit(44)), "window_sample_sketch_get(s, 2, 44)"),
         (f.window_sample_sketch_get(s, 2, lit(44), lit(6)), "window_sample_sketch_get(s, 2, 44, 6)"),
     ]
-    for jcolumn, expression in cases:
-        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_sample")
+    for expression, got, want in agree(spark, cases, "scala_api_sample"):
         assert got == want and want, (expression, got, want)
 
 
@@ -306,9 +313,10 @@ def test_filter(spark, api):
         Window.orderBy("ts")).alias("r")).collect()] == [False] * 40
     sketch = spark.sql("SELECT window_filter_sketch(q, ts, 12, 0.001) AS s FROM scala_api")
     sketch.createOrReplaceTempView("scala_api_filter")
+    stored = bytes(sketch.collect()[0].s)
     for jcolumn in (f.window_filter_sketch(col("q"), col("ts"), lit(12), lit(0.001)),
                     f.window_filter_sketch("q", "ts", 12, 0.001)):
-        assert bytes(select(jcolumn)) == bytes(sketch.collect()[0].s)
+        assert bytes(select(jcolumn)) == stored
     assert bytes(select(f.window_filter_sketch(col("q"), col("ts"), lit(12)))) == bytes(
         sql(spark, "window_filter_sketch(q, ts, 12)"))
     for jcolumn in (f.window_filter_sketch_merge(col("s")), f.window_filter_sketch_merge("s")):
@@ -323,6 +331,7 @@ def test_filter(spark, api):
         (f.window_filter_contains(s, lit(380), lit(44), lit(6)),
          "window_filter_contains(s, 380L, 44, 6)", False),
     ]
-    for jcolumn, expression, answer in cases:
-        got, want = select(jcolumn, sketch), sql(spark, expression, "scala_api_filter")
+    answers = agree(spark, [(jcolumn, expression) for jcolumn, expression, _ in cases],
+                    "scala_api_filter")
+    for (expression, got, want), (_, _, answer) in zip(answers, cases):
         assert got == want == answer, (expression, got, want)
