@@ -20,6 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: CI keeps both cores busy with the lines beside the main suite, so CPU is its time.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 os.environ.setdefault("JAVA_TOOL_OPTIONS", TEST_JVM_OPTIONS)
+#: The environment for a JVM that computes over hundreds of thousands of rows or more (the
+#: sql-examples' exact frames, the small-heap driver): C2 too, which it pays back.
+WITH_C2 = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:+UseSerialGC"}
 SHARED_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
 
 
@@ -302,10 +305,10 @@ def local_connect_port():
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def run_in_own_process(script: str, cwd) -> str:
+def run_in_own_process(script: str, cwd, env=None) -> str:
     """Runs a Python script that needs its own JVM (another master, a Connect server);
     returns its standard output, failing with the end of its standard error."""
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=600, cwd=cwd, stdin=subprocess.DEVNULL)
+                            timeout=600, cwd=cwd, stdin=subprocess.DEVNULL, env=env)
     assert result.returncode == 0, result.stderr[-4000:]
     return result.stdout

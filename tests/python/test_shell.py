@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, SHARED_DATA
+from conftest import ROOT, SHARED_DATA, WITH_C2
 from windowsketch.demo import NASA_LOG
 
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "sql-examples", "*.sql")))
@@ -35,7 +35,7 @@ def printed(request, tmp_path_factory) -> dict[str, str]:
          "--hivevar", f"retail_log={os.path.join(SHARED_DATA, 'online_retail_2010-2011.csv.gz')}",
          "-f", str(script)],
         cwd=script.parent, capture_output=True, text=True, timeout=300 * len(chosen),
-        stdin=subprocess.DEVNULL)
+        stdin=subprocess.DEVNULL, env=WITH_C2)
     assert result.returncode == 0, result.stderr[-3000:]
     outputs: dict[str, str] = {}
     name = None

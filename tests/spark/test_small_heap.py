@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from conftest import run_in_own_process
+from conftest import WITH_C2, run_in_own_process
 
 SCRIPT = textwrap.dedent("""
     from pyspark.sql import SparkSession
@@ -84,4 +84,4 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_millions_of_rows_in_one_window_fit_a_512_mb_driver(tmp_path):
-    assert "BOUNDED OK 2 2" in run_in_own_process(SCRIPT, tmp_path)
+    assert "BOUNDED OK 2 2" in run_in_own_process(SCRIPT, tmp_path, WITH_C2)
