@@ -6,13 +6,14 @@ import pytest
 
 from windowsketch import _scala_object
 
+try:
+    from pyspark.sql.classic.column import Column
+except ImportError:  # Spark 3.5: one Column class
+    from pyspark.sql.column import Column
+
 
 @pytest.fixture(scope="module")
 def api(spark):
-    try:
-        from pyspark.sql.classic.column import Column
-    except ImportError:  # Spark 3.5: one Column class
-        from pyspark.sql.column import Column
     jvm = spark.sparkContext._jvm
     functions = _scala_object(spark, "windowsketch.spark.functions")
     df = spark.createDataFrame(
@@ -41,10 +42,6 @@ def agree(spark, cases, table="scala_api"):
     """(expression, Scala column's answer, SQL's answer) for each (Scala column, SQL
     expression) of `cases` over `table`: all the columns in one query, all the expressions
     in another (a query a case cost minutes of CI over the Spark lines)."""
-    try:
-        from pyspark.sql.classic.column import Column
-    except ImportError:  # Spark 3.5: one Column class
-        from pyspark.sql.column import Column
     got = spark.table(table).select(
         *[Column(jcolumn).alias(f"r{i}") for i, (jcolumn, _) in enumerate(cases)]).collect()[0]
     want = spark.sql("SELECT " + ", ".join(f"{expression} AS r{i}" for i, (_, expression)
@@ -294,10 +291,6 @@ def test_sample(spark, api):
 
 def test_filter(spark, api):
     f, col, lit, select, _ = api
-    try:
-        from pyspark.sql.classic.column import Column
-    except ImportError:  # Spark 3.5: one Column class
-        from pyspark.sql.column import Column
     from pyspark.sql import Window
     table = spark.table("scala_api")
     want = [r.r for r in spark.sql("SELECT approx_window_seen(q % 70, ts, 12, 0.001) OVER "
