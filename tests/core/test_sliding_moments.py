@@ -188,6 +188,38 @@ def test_bytes_round_trip_to_the_same_answers_and_bytes(sketches, shuffled):
                           equal_nan=True)
 
 
+@pytest.mark.parametrize("order", ["in-order", "stragglers", "shuffled"])
+def test_aggregation_buffers_read_back_checked_and_compress_to_the_written_bytes(sketches, order):
+    """A GROUP BY's partial buffer (serializeMomentsBuffer) holds the nodes gathered but not
+    collapsed: it reads back checked (pre-order, (I) and (M) at every internal node), its
+    windows stay within the guarantee, and compressed it writes exactly the sketch's bytes.
+    A sketch merged into an empty one is taken as it is."""
+    rng = np.random.default_rng(stable_seed("moments-buffer", order))
+    n, window, eps = 3000, 2000, 0.05
+    ts = np.cumsum(rng.integers(0, 3, n)).astype(np.int64)  # duplicates and gaps
+    values = np.repeat(rng.choice([-500.0, 0.0, 1000.0], n // 25 + 1), 25)[:n] + rng.normal(0, 1, n)
+    rows = np.arange(n)
+    if order == "stragglers":
+        late = rng.random(n) < 0.05
+        rows = np.concatenate([rows[~late], rows[late]])
+    elif order == "shuffled":
+        rows = rng.permutation(n)
+    sketch = _sketch(sketches, ts[rows], values[rows], window=window, eps=eps)
+    buffer = bytes(sketches.format.serializeMomentsBuffer(sketch))
+    written = bytes(sketches.format.serializeMoments(sketch))
+    back = sketches.format.deserializeMoments(buffer)  # checked as it is read
+    assert back.nodeCount() > sketches.format.deserializeMoments(written).nodeCount()
+    assert bytes(sketches.format.serializeMoments(back)) == written
+    now = int(ts.max())
+    lengths = (1, 40, 500, window)
+    exact = Exact(values)
+    for row, length in zip(_answers(sketches, back, now, lengths).reshape(len(lengths), WIDTH), lengths):
+        check_answer(row, *exact.of((ts <= now) & (ts > now - length)), eps, length)
+    empty = sketches.replay.momentsSketch(window, eps, False, _longs([]), _doubles([]))
+    empty.merge(sketches.format.deserializeMoments(buffer))
+    assert bytes(sketches.format.serializeMomentsBuffer(empty)) == buffer
+
+
 def _crc(body: bytes) -> bytes:
     import zlib
     return body + zlib.crc32(body).to_bytes(4, "big")

@@ -209,13 +209,22 @@ class MomentsSketch(WindowSketch):
         self._compressed = None
         self._merged = True
         self._check = max(self._check, other._check)
-        for node in other._nodes + other._pending:
-            self._pending.append(node)
-            # The JVM compresses once the pending nodes outnumber the compressed ones.
-            if len(self._pending) >= max(_MIN_PENDING, len(self._nodes)):
-                self._nodes, self._check = self._compress()
-                self._pending = []
-                self._compressed = None
+        if not self._nodes and not self._pending:
+            # As the JVM: nothing here to order them against, so the other's nodes as they are.
+            self._nodes = list(other._nodes)
+            self._pending = list(other._pending)
+            self._compress_if_due()
+        else:
+            for node in other._nodes + other._pending:
+                self._pending.append(node)
+                self._compress_if_due()
+
+    def _compress_if_due(self) -> None:
+        # The JVM compresses once the pending nodes outnumber the compressed ones.
+        if len(self._pending) >= max(_MIN_PENDING, len(self._nodes)):
+            self._nodes, self._check = self._compress()
+            self._pending = []
+            self._compressed = None
 
     def _compress(self) -> tuple[list[_Node], float]:
         """The nodes and collapse parameter the JVM's compress() makes of this state."""

@@ -465,8 +465,15 @@ object SketchFormat {
    * the nodes in pre-order, each as its level, its lo (a step back from now for the
    * first, forward from the previous one after), its count and its mean's and M2's 8 bytes.
    */
-  def serializeMoments(s: SlidingMoments): Array[Byte] = {
-    val nodes = s.compressedNodes
+  def serializeMoments(s: SlidingMoments): Array[Byte] = writeMoments(s, s.compressedNodes)
+
+  /**
+   * An aggregation buffer's moments: the same kind, with nodes gathered but not collapsed
+   * ([[SlidingMoments.gatheredNodes]]). The merge that reads it collapses them.
+   */
+  def serializeMomentsBuffer(s: SlidingMoments): Array[Byte] = writeMoments(s, s.gatheredNodes)
+
+  private def writeMoments(s: SlidingMoments, nodes: MomentNodes): Array[Byte] = {
     val out = header(KindMoments, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 24 * nodes.size)
     out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
     out.varint(nodes.size)

@@ -30,8 +30,13 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
   val height: Int = DyadicWindowSketch.heightFor(window)
 
   private var check = eps / 2
-  // Compressed nodes in pre-order, and nodes not yet compressed (events, foreign nodes).
+  // Nodes in pre-order: the compressed ones, then `appended` nodes that came after them in
+  // pre-order (rows in time order, merged sketches' sorted nodes), each added as it came,
+  // equal ones not yet combined. Nodes that came out of order wait in `pending`. A compress
+  // folds both in; as the appended nodes are already where the sort would put them, rows in
+  // time order are neither copied to pending nor sorted.
   private var nodes = new MomentNodes(0)
+  private var appended = 0
   private var pending = new MomentNodes(0)
   private var seenAny = false
   private var nowTs = 0L
@@ -49,7 +54,7 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
   def add(ts: Long, x: Double): Unit = {
     MomentsWindow.checkFinite(x)
     advanceTo(ts)
-    if (afterEdge(ts)) addPending(0, ts, 1L, x, 0.0)
+    if (afterEdge(ts)) addNode(0, ts, 1L, x, 0.0)
   }
 
   def advanceTo(ts: Long): Unit =
@@ -69,13 +74,49 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
     }
     if (other.seenAny) advanceTo(other.nowTs)
     check = math.max(check, other.check)
-    Seq(other.nodes, other.pending).foreach { from =>
+    if (nodes.size == 0 && pending.size == 0) {
+      // Nothing here to order them against: the other's nodes as they are (an aggregation's
+      // final side starts from an empty sketch).
+      nodes = other.nodes.copy
+      appended = other.appended
+      pending = other.pending.copy
+      compressIfDue()
+    } else {
+      addSorted(other.nodes)
       var i = 0
-      while (i < from.size) {
-        addPending(from.levels(i), from.los(i), from.counts(i), from.means(i), from.m2s(i))
+      while (i < other.pending.size) { addNode(other.pending, i); i += 1 }
+    }
+  }
+
+  /**
+   * Adds nodes in pre-order (equal ones allowed), as [[addNode]] would one by one: once
+   * one comes after the nodes held, so do the rest, and they are appended in runs that
+   * end where [[compressIfDue]] would compress.
+   */
+  private def addSorted(from: MomentNodes): Unit = {
+    var i = 0
+    while (i < from.size) {
+      if (appends(from.levels(i), from.los(i))) {
+        val due = math.max(SlidingMoments.MinPending, nodes.size - appended) - appended
+        val run = math.min(due, from.size - i)
+        nodes.append(from, i, run)
+        appended += run
+        i += run
+        compressIfDue()
+      } else {
+        addNode(from, i)
         i += 1
       }
     }
+  }
+
+  private def addNode(from: MomentNodes, i: Int): Unit =
+    addNode(from.levels(i), from.los(i), from.counts(i), from.means(i), from.m2s(i))
+
+  /** Whether node (level, lo) goes at the end of `nodes`: nothing pending, and it is not before the last. */
+  private def appends(level: Int, lo: Long): Boolean = {
+    val last = nodes.size - 1
+    pending.size == 0 && (last < 0 || !NodeOrder.before(level, lo, nodes.levels(last), nodes.los(last)))
   }
 
   /** The window `(now - window, now]`'s moments. */
@@ -111,11 +152,17 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
 
   private def last(level: Int, lo: Long): Long = lo + ((1L << level) - 1)
 
-  private def addPending(level: Int, lo: Long, n: Long, mean: Double, m2: Double): Unit = {
-    pending.add(level, lo, n, mean, m2)
-    // Amortized: compress once the pending nodes outnumber the compressed ones.
-    if (pending.size >= math.max(SlidingMoments.MinPending, nodes.size)) compress()
+  private def addNode(level: Int, lo: Long, n: Long, mean: Double, m2: Double): Unit = {
+    if (appends(level, lo)) {
+      nodes.add(level, lo, n, mean, m2)
+      appended += 1
+    } else pending.add(level, lo, n, mean, m2)
+    compressIfDue()
   }
+
+  /** Amortized: compresses once the nodes not compressed outnumber the compressed ones. */
+  private def compressIfDue(): Unit =
+    if (appended + pending.size >= math.max(SlidingMoments.MinPending, nodes.size - appended)) compress()
 
   /**
    * Folds the pending nodes in, drops what left the window and collapses every subtree
@@ -132,6 +179,7 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
 
   /** Pending nodes into the compressed ones, in pre-order, duplicates combined, expired dropped. */
   private def gatherSorted(): Unit = {
+    if (pending.size == 0) { combineInPlace(); return }
     val order = NodeOrder.sorted(pending.levels, pending.los, pending.size)
     val out = new MomentNodes(nodes.size + pending.size)
     var a = 0
@@ -153,7 +201,29 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
       }
     }
     nodes = out
+    appended = 0
     pending = new MomentNodes(0)
+  }
+
+  /** [[gatherSorted]] with nothing pending: the nodes are sorted, so it works in place. */
+  private def combineInPlace(): Unit = {
+    var kept = 0
+    var i = 0
+    while (i < nodes.size) {
+      val level = nodes.levels(i)
+      val lo = nodes.los(i)
+      if (afterEdge(last(level, lo))) {
+        if (kept > 0 && nodes.levels(kept - 1) == level && nodes.los(kept - 1) == lo) {
+          nodes.combineInto(kept - 1, nodes.counts(i), nodes.means(i), nodes.m2s(i))
+        } else {
+          nodes.set(kept, level, lo, nodes.counts(i), nodes.means(i), nodes.m2s(i))
+          kept += 1
+        }
+      }
+      i += 1
+    }
+    nodes.size = kept
+    appended = 0
   }
 
   /** One top-down pass over the sorted nodes. */
@@ -223,6 +293,13 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
   /** The nodes after a [[compress]], in pre-order: for the writer, which reads them unboxed. */
   private[core] def compressedNodes: MomentNodes = { compress(); nodes }
 
+  /**
+   * The nodes in pre-order, pending ones folded in and expired ones dropped, but nothing
+   * collapsed: valid sketch bytes (later nodes only add to what (I) and (M) compare
+   * against), at most twice what a compress leaves, without its pass over the tree.
+   */
+  private[core] def gatheredNodes: MomentNodes = { gatherSorted(); nodes }
+
   private[core] def checkParameter: Double = check
 
   /** Rebuilds from decoded parts (sorted nodes); [[checkInvariant]] validates them. */
@@ -232,6 +309,7 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
     nowTs = now
     check = checkParameter
     nodes = restored
+    appended = 0
     pending = new MomentNodes(0)
   }
 
@@ -241,7 +319,7 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
    * keep with 2c (docs/moments.md). Returns what is wrong, if anything.
    */
   def checkInvariant(): Option[String] = {
-    if (pending.size != 0) return Some("uncompressed nodes")
+    if (pending.size != 0 || appended != 0) return Some("uncompressed nodes")
     var total = 0L
     var i = 0
     while (i < nodes.size) {
@@ -411,23 +489,49 @@ private[core] final class MomentNodes(capacity: Int) {
   var size = 0
 
   def add(level: Int, lo: Long, n: Long, mean: Double, m2: Double): Unit = {
-    if (size == levels.length) {
-      val grown = math.max(4, 2 * size)
-      levels = java.util.Arrays.copyOf(levels, grown)
-      los = java.util.Arrays.copyOf(los, grown)
-      counts = java.util.Arrays.copyOf(counts, grown)
-      means = java.util.Arrays.copyOf(means, grown)
-      m2s = java.util.Arrays.copyOf(m2s, grown)
-    }
-    levels(size) = level; los(size) = lo; counts(size) = n; means(size) = mean; m2s(size) = m2
+    if (size == levels.length) grow(size + 1)
+    set(size, level, lo, n, mean, m2)
     size += 1
   }
 
+  /** Appends `from`'s nodes [start, start + count). */
+  def append(from: MomentNodes, start: Int, count: Int): Unit = {
+    if (size + count > levels.length) grow(size + count)
+    System.arraycopy(from.levels, start, levels, size, count)
+    System.arraycopy(from.los, start, los, size, count)
+    System.arraycopy(from.counts, start, counts, size, count)
+    System.arraycopy(from.means, start, means, size, count)
+    System.arraycopy(from.m2s, start, m2s, size, count)
+    size += count
+  }
+
+  private def grow(needed: Int): Unit = {
+    val grown = math.max(needed, math.max(4, 2 * size))
+    levels = java.util.Arrays.copyOf(levels, grown)
+    los = java.util.Arrays.copyOf(los, grown)
+    counts = java.util.Arrays.copyOf(counts, grown)
+    means = java.util.Arrays.copyOf(means, grown)
+    m2s = java.util.Arrays.copyOf(m2s, grown)
+  }
+
+  def set(i: Int, level: Int, lo: Long, n: Long, mean: Double, m2: Double): Unit = {
+    levels(i) = level; los(i) = lo; counts(i) = n; means(i) = mean; m2s(i) = m2
+  }
+
+  def copy: MomentNodes = {
+    val c = new MomentNodes(size)
+    c.append(this, 0, size)
+    c
+  }
+
   /** Combines values into the last node. */
-  def combineLast(n: Long, mean: Double, m2: Double): Unit = {
-    val m = range(size - 1, size)
+  def combineLast(n: Long, mean: Double, m2: Double): Unit = combineInto(size - 1, n, mean, m2)
+
+  /** Combines values into node i. */
+  def combineInto(i: Int, n: Long, mean: Double, m2: Double): Unit = {
+    val m = range(i, i + 1)
     m.add(n, mean, m2)
-    counts(size - 1) = m.n; means(size - 1) = m.mean; m2s(size - 1) = m.m2
+    counts(i) = m.n; means(i) = m.mean; m2s(i) = m.m2
   }
 
   /** The moments of nodes [a, b). */

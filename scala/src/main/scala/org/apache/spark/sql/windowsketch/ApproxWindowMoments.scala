@@ -140,7 +140,7 @@ abstract class MomentsAggregate
   }
 
   override def serialize(buffer: MomentsWindow): Array[Byte] = buffer match {
-    case s: SlidingMoments => SketchFormat.serializeMoments(s)
+    case s: SlidingMoments => SketchFormat.serializeMomentsBuffer(s)
     case _ => throw new IllegalStateException(
       s"$prettyName: the time-ordered moments of a running frame are never stored")
   }
@@ -664,7 +664,10 @@ case class WindowMomentsSketchAgg(
   override def orderedInput: Boolean = false
   override def withOrderedInput: WindowMomentsSketchAgg = this
 
-  override def eval(buffer: MomentsWindow): Any = serialize(buffer)
+  // Stored, so compressed (an aggregation buffer is written without its collapse); this
+  // aggregate always takes the mergeable form.
+  override def eval(buffer: MomentsWindow): Any =
+    SketchFormat.serializeMoments(buffer.asInstanceOf[SlidingMoments])
 
   override def dataType: DataType = BinaryType
 
