@@ -295,8 +295,9 @@ final class SlidingMoments(val window: Long, val eps: Double) extends MomentsWin
 
   /**
    * The nodes in pre-order, pending ones folded in and expired ones dropped, but nothing
-   * collapsed: valid sketch bytes (later nodes only add to what (I) and (M) compare
-   * against), at most twice what a compress leaves, without its pass over the tree.
+   * collapsed: valid sketch bytes (the internal nodes are earlier compresses', whose
+   * certificates later inserts and merges keep: docs/moments.md), at most twice what a
+   * compress leaves, without its pass over the tree.
    */
   private[core] def gatheredNodes: MomentNodes = { gatherSorted(); nodes }
 
