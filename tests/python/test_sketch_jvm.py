@@ -437,6 +437,30 @@ def test_moments_sketches_answer_and_merge_as_sql_does(spark, seed, window, eps)
     assert straddled > 0
 
 
+def test_moments_sketches_merged_into_one_without_nodes_and_after_it_write_as_sql_does(spark):
+    """A union whose sketches so far hold no nodes (a sketch of NULL values first) takes the
+    next sketch's nodes as they are; a sketch whose nodes all come after the union's is
+    appended in runs that end where a node-by-node merge would compress. The reader's merge
+    writes window_moments_sketch_merge's bytes for both."""
+    window, eps = 10**6, 0.05
+
+    def sketch(first, count):
+        rows = [(t, float(t % 17) * (1 + t // 100)) for t in range(first, first + count)]
+        return bytes(spark.createDataFrame(rows, "ts BIGINT, x DOUBLE").coalesce(1).selectExpr(
+            f"window_moments_sketch(x, ts, {window}, {eps})").collect()[0][0])
+
+    empty = bytes(spark.sql(
+        f"SELECT window_moments_sketch(CAST(NULL AS DOUBLE), 7L, {window}, {eps})").collect()[0][0])
+    early, late = sketch(0, 300), sketch(300, 1000)
+    blobs = [empty, early, late, empty]
+    merged_sql = bytes(spark.createDataFrame([(b,) for b in blobs], "s BINARY").coalesce(1)
+                       .selectExpr("window_moments_sketch_merge(s)").collect()[0][0])
+    merged = merge_column(blobs)
+    assert isinstance(merged, MomentsSketch) and merged.to_bytes() == merged_sql
+    nodes = [len(MomentsSketch.from_bytes(b)._nodes) for b in (early, late)]
+    assert 64 < nodes[0] < nodes[1]  # the later sketch's nodes come in more than one run
+
+
 TOP_K_ITEMS = {
     "string": lambda rng, n: [f"/p{int(v) % 200}" for v in rng.zipf(1.3, n)],
     "bigint": lambda rng, n: [int(v) % 300 - 150 for v in rng.zipf(1.3, n)],
@@ -713,26 +737,3 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write-tables"]:
     write_tables(session)
     session.stop()
 
-
-def test_moments_sketches_merged_into_one_without_nodes_and_after_it_write_as_sql_does(spark):
-    """A union whose sketches so far hold no nodes (a sketch of NULL values first) takes the
-    next sketch's nodes as they are; a sketch whose nodes all come after the union's is
-    appended in runs that end where a node-by-node merge would compress. The reader's merge
-    writes window_moments_sketch_merge's bytes for both."""
-    window, eps = 10**6, 0.05
-
-    def sketch(first, count):
-        rows = [(t, float(t % 17) * (1 + t // 100)) for t in range(first, first + count)]
-        return bytes(spark.createDataFrame(rows, "ts BIGINT, x DOUBLE").coalesce(1).selectExpr(
-            f"window_moments_sketch(x, ts, {window}, {eps})").collect()[0][0])
-
-    empty = bytes(spark.sql(
-        f"SELECT window_moments_sketch(CAST(NULL AS DOUBLE), 7L, {window}, {eps})").collect()[0][0])
-    early, late = sketch(0, 300), sketch(300, 1000)
-    blobs = [empty, early, late, empty]
-    merged_sql = bytes(spark.createDataFrame([(b,) for b in blobs], "s BINARY").coalesce(1)
-                       .selectExpr("window_moments_sketch_merge(s)").collect()[0][0])
-    merged = merge_column(blobs)
-    assert isinstance(merged, MomentsSketch) and merged.to_bytes() == merged_sql
-    nodes = [len(MomentsSketch.from_bytes(b)._nodes) for b in (early, late)]
-    assert 64 < nodes[0] < nodes[1]  # the later sketch's nodes come in more than one run
