@@ -537,7 +537,8 @@ def moments(spark, sizes, report):
     for keys in sizes.moments_keys:
         rows = sizes.group_rows
         groups = spark.range(rows).selectExpr(
-            f"id % {keys} AS g", "id AS ts", "CAST((id * 2654435761) % 100000 AS DOUBLE) / 100 AS x").cache()
+            f"id % {keys} AS g", "id AS ts",
+            "CAST((id * 2654435761) % 100000 AS DOUBLE) / 100 AS x").cache()
         groups.count()  # cached before timing: the ratio compares aggregation, not row generation
         groups.createOrReplaceTempView("moment_groups")
         best = best_alternating(spark, {
