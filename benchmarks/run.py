@@ -920,7 +920,7 @@ def memory_per_group(spark, sizes, report):
                     row.append("—")  # shuffled feeds past 10^6 cost minutes, not information
                     continue
                 eps = 0.05 if family == "distinct" else 0.01
-                # Small structures need copies to rise above the collector's noise; the
+                # Small structures need copies to rise above the readings' jitter (~1 KB); the
                 # big ones (MBs past 10^6 rows) show alone and would cost minutes each.
                 copies = 1 if rows >= 10**6 and family in ("moments", "percentile", "top_k") else 8
                 held = throughput.heldHeapBytes(family, rows, 10**12, eps, ordered, copies)
@@ -935,7 +935,7 @@ def memory_per_group(spark, sizes, report):
         ["family", "order"] + [f"{r:,} rows" for r in sizes.memory_rows], lines,
         "One window holding every row (window 10^12 positions), eps 0.01 (distinct counts: "
         "rsd 0.05), uniform values, items of a skewed stream over 10^4 values (8 bytes each). "
-        "Each figure is the collector's used heap with copies of the structure held, less "
+        "Each figure is the collector's used heap, in a JVM of its own, with copies of the structure held, less "
         "without, per copy (Throughput.heldHeapBytes). Percentiles are exact up to 4,096 "
         "values (16,384 in time order, a running frame's limit), top values up to 512 rows "
         "in time order, then bounded; the other families hold their sketches "

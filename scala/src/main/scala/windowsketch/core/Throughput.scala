@@ -196,9 +196,36 @@ object Throughput {
    * (GROUP BY, sketch columns). The collector's used heap with `copies` held, less without,
    * per copy. Values: uniform doubles, random hashes, counts and sums of 1 to 100, items
    * of a skewed stream over 10^4 values.
+   *
+   * Measured in a JVM of its own (the serial collector, nothing else running): in a Spark
+   * driver, other threads free memory between the two readings (the context cleaner's
+   * work), which took up to 0.8 MB off a figure.
    */
   def heldHeapBytes(family: String, rows: Int, window: Long, eps: Double, ordered: Boolean,
       copies: Int): Long = {
+    def jarOf(c: Class[_]) = new java.io.File(c.getProtectionDomain.getCodeSource.getLocation.toURI).getPath
+    val classPath = Seq(jarOf(getClass), jarOf(classOf[scala.Product])).mkString(java.io.File.pathSeparator)
+    val launcher = new java.io.File(new java.io.File(System.getProperty("java.home"), "bin"), "java").getPath
+    val process = new ProcessBuilder(launcher, "-XX:+UseSerialGC", "-Xmx2g", "-cp", classPath,
+      "windowsketch.core.Throughput", family, rows.toString, window.toString, eps.toString,
+      ordered.toString, copies.toString).redirectErrorStream(true).start()
+    process.getOutputStream.close()
+    // The last line: the JVM may first say it picked up JAVA_TOOL_OPTIONS.
+    val output = scala.io.Source.fromInputStream(process.getInputStream, "UTF-8").getLines().toList
+    val figure = output.lastOption.getOrElse("").trim
+    require(process.waitFor() == 0 && figure.nonEmpty && figure.forall(_.isDigit),
+      s"heap measurement failed: ${output.mkString("\n")}")
+    figure.toLong
+  }
+
+  /** Prints [[heldHeapBytes]] measured in this JVM: family, rows, window, eps, ordered, copies. */
+  def main(args: Array[String]): Unit = {
+    val Array(family, rows, window, eps, ordered, copies) = args
+    println(heldHeapBytesHere(family, rows.toInt, window.toLong, eps.toDouble, ordered.toBoolean, copies.toInt))
+  }
+
+  private def heldHeapBytesHere(family: String, rows: Int, window: Long, eps: Double,
+      ordered: Boolean, copies: Int): Long = {
     val ts = if (ordered) Array.tabulate(rows)(_.toLong) else shuffled(rows, 10)
     val rng = new SplittableRandom(11)
     val items = skewedItems(math.min(rows, 10000), 10000, rng)
