@@ -145,7 +145,7 @@ abstract class MomentsAggregate
       s"$prettyName: the time-ordered moments of a running frame are never stored")
   }
 
-  override def deserialize(bytes: Array[Byte]): MomentsWindow = SketchFormat.deserializeMoments(bytes)
+  override def deserialize(bytes: Array[Byte]): MomentsWindow = SketchFormat.deserializeMomentsBuffer(bytes)
 
   override def first: Expression = x
   override def second: Expression = ts

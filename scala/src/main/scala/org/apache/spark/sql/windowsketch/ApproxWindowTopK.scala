@@ -152,7 +152,7 @@ abstract class TopKAggregate extends TypedImperativeAggregate[TopKWindow] with O
       s"$prettyName: the time-ordered item counts of a running frame are never stored")
   }
 
-  override def deserialize(bytes: Array[Byte]): TopKWindow = SketchFormat.deserializeTopK(bytes)
+  override def deserialize(bytes: Array[Byte]): TopKWindow = SketchFormat.deserializeTopKBuffer(bytes)
 }
 
 object TopKAggregate {
