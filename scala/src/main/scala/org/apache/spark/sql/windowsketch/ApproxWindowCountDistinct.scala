@@ -135,10 +135,11 @@ abstract class DistinctAggregate
     sketch
   }
 
+  @transient private lazy val time = new TimeArgument(ts)
+
   override def update(buffer: SlidingHyperLogLog, input: InternalRow): SlidingHyperLogLog = {
-    val time = ts.eval(input)
-    if (time != null) {
-      val t = WindowArguments.timeOf(time, tsType)
+    if (!time.isNullIn(input)) {
+      val t = time.of(input)
       val value = x.eval(input)
       // Spark's own hash and seed, as approx_count_distinct: the same registers.
       if (value != null) buffer.add(t, XxHash64Function.hash(value, valueType, 42L))

@@ -94,7 +94,6 @@ abstract class MomentsAggregate
   private lazy val windowLength: Long = WindowArguments.windowLength(window, ts).toOption.get
   private lazy val epsilon: Double = WindowArguments.epsValue(eps).toOption.get
   private lazy val tsType: DataType = ts.dataType
-  private lazy val valueType: DataType = x.dataType
 
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(
@@ -112,14 +111,15 @@ abstract class MomentsAggregate
     sketch
   }
 
+  @transient private lazy val time = new TimeArgument(ts)
+  @transient private lazy val value = new NumberArgument(x)
+
   override def update(buffer: MomentsWindow, input: InternalRow): MomentsWindow = {
-    val time = ts.eval(input)
-    if (time != null) {
-      val t = WindowArguments.timeOf(time, tsType)
-      val value = x.eval(input)
-      if (value == null) buffer.advanceTo(t)
+    if (!time.isNullIn(input)) {
+      val t = time.of(input)
+      if (value.isNullIn(input)) buffer.advanceTo(t)
       else {
-        val d = ApproxWindowPercentile.toDouble(value, valueType)
+        val d = value.of(input)
         if (java.lang.Double.isNaN(d) || java.lang.Double.isInfinite(d)) {
           throw new IllegalArgumentException(s"$prettyName: argument `x` must be finite, got $d")
         }

@@ -243,13 +243,13 @@ abstract class PercentileAggregate extends TypedImperativeAggregate[SlidingQuant
     sketch
   }
 
+  @transient private lazy val time = new TimeArgument(ts)
+  @transient private lazy val value = new NumberArgument(x)
+
   override def update(buffer: SlidingQuantiles, input: InternalRow): SlidingQuantiles = {
-    val time = ts.eval(input)
-    if (time != null) {
-      val t = WindowArguments.timeOf(time, tsType)
-      val value = x.eval(input)
-      if (value != null) buffer.add(t, ApproxWindowPercentile.toDouble(value, valueType))
-      else buffer.advanceTo(t)
+    if (!time.isNullIn(input)) {
+      val t = time.of(input)
+      if (value.isNullIn(input)) buffer.advanceTo(t) else buffer.add(t, value.of(input))
     }
     buffer
   }
@@ -311,6 +311,18 @@ object ApproxWindowPercentile extends QueryErrorsBase {
     case FloatType => value.asInstanceOf[Float].toDouble
     case DoubleType => value.asInstanceOf[Double]
     case _: DecimalType => value.asInstanceOf[Decimal].toDouble
+  }
+
+  /** [[toDouble]] of column `ordinal` of `row`, non-null, without boxing. */
+  def doubleAt(row: InternalRow, ordinal: Int, t: DataType): Double = t match {
+    case DateType | _: YearMonthIntervalType | IntegerType => row.getInt(ordinal).toDouble
+    case TimestampType | TimestampNTZType | _: DayTimeIntervalType | LongType =>
+      row.getLong(ordinal).toDouble
+    case ByteType => row.getByte(ordinal).toDouble
+    case ShortType => row.getShort(ordinal).toDouble
+    case FloatType => row.getFloat(ordinal).toDouble
+    case DoubleType => row.getDouble(ordinal)
+    case d: DecimalType => row.getDecimal(ordinal, d.precision, d.scale).toDouble
   }
 
   /** The answer back in the type of `x`, as percentile_approx converts it. */

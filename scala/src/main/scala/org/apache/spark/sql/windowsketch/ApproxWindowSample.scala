@@ -149,10 +149,11 @@ abstract class SampleAggregate extends TypedImperativeAggregate[SlidingSample] {
     s
   }
 
+  @transient private lazy val time = new TimeArgument(ts)
+
   override def update(buffer: SlidingSample, input: InternalRow): SlidingSample = {
-    val time = ts.eval(input)
-    if (time != null) {
-      val t = WindowArguments.timeOf(time, tsType)
+    if (!time.isNullIn(input)) {
+      val t = time.of(input)
       val row = encode(input)
       // A copy: the projection's row is reused, and its bytes may be the array it writes to.
       if (row.isNullAt(0)) buffer.advanceTo(t) else buffer.add(t, row.copy().getBytes)

@@ -67,6 +67,7 @@ abstract class FilterAggregate[B <: AnyRef] extends TypedImperativeAggregate[B] 
   private lazy val tsType: DataType = ts.dataType
   private lazy val itemType: String = x.dataType.catalogString
   @transient private lazy val encode = FilterValues.projection(x)
+  @transient private lazy val time = new TimeArgument(ts)
 
   override def checkInputDataTypes(): TypeCheckResult =
     Seq(
@@ -89,9 +90,8 @@ abstract class FilterAggregate[B <: AnyRef] extends TypedImperativeAggregate[B] 
    * a NULL `x` or `ts`), else records it and returns -1.
    */
   protected def feed(filter: SlidingFilter, input: InternalRow, answer: Boolean): Int = {
-    val time = ts.eval(input)
-    if (time == null) return -1
-    val t = WindowArguments.timeOf(time, tsType)
+    if (time.isNullIn(input)) return -1
+    val t = time.of(input)
     val row = encode(input)
     if (row.isNullAt(0)) { filter.advanceTo(t); return -1 }
     val fp = FilterValues.fingerprint(filter, row)

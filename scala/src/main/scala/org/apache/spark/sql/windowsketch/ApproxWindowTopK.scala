@@ -125,10 +125,11 @@ abstract class TopKAggregate extends TypedImperativeAggregate[TopKWindow] with O
     sketch
   }
 
+  @transient private lazy val time = new TimeArgument(ts)
+
   override def update(buffer: TopKWindow, input: InternalRow): TopKWindow = {
-    val time = ts.eval(input)
-    if (time != null) {
-      val t = WindowArguments.timeOf(time, tsType)
+    if (!time.isNullIn(input)) {
+      val t = time.of(input)
       val value = x.eval(input)
       try {
         if (value == null) buffer.advanceTo(t) else buffer.add(t, ItemCodec.encode(value, itemType))

@@ -224,3 +224,36 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
         "valueRange" -> range,
         "currentValue" -> current))
 }
+
+/**
+ * An argument of each input row, read from its column without boxing where it is one
+ * once bound (most are; `eval` boxes every value, a tenth of a GROUP BY's time), else
+ * evaluated once a row. Ask [[isNullIn]] first, then the value, of the same row. One
+ * instance a bound aggregate: a task's own copy, so the evaluated value is its own.
+ */
+private[windowsketch] abstract class RowArgument(e: Expression) {
+  protected val column: Int = WindowArguments.columnOf(e)
+  protected val dataType: DataType = e.dataType
+  protected var evaluated: Any = null
+
+  def isNullIn(row: InternalRow): Boolean =
+    if (column >= 0) row.isNullAt(column)
+    else {
+      evaluated = e.eval(row)
+      evaluated == null
+    }
+}
+
+/** `ts` on the core's time axis ([[WindowArguments.timeOf]]). */
+private[windowsketch] final class TimeArgument(ts: Expression) extends RowArgument(ts) {
+  def of(row: InternalRow): Long =
+    if (column >= 0) WindowArguments.timeAt(row, column, dataType)
+    else WindowArguments.timeOf(evaluated, dataType)
+}
+
+/** A numeric `x` as a double ([[ApproxWindowPercentile.toDouble]]). */
+private[windowsketch] final class NumberArgument(x: Expression) extends RowArgument(x) {
+  def of(row: InternalRow): Double =
+    if (column >= 0) ApproxWindowPercentile.doubleAt(row, column, dataType)
+    else ApproxWindowPercentile.toDouble(evaluated, dataType)
+}

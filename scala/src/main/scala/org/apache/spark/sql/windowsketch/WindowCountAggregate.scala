@@ -29,7 +29,6 @@ abstract class WindowCountAggregate
     WindowArguments.windowLength(window, ts).toOption.get
   protected lazy val epsilon: Double = WindowArguments.epsValue(eps).toOption.get
   private lazy val eventIsBoolean: Boolean = v.dataType == BooleanType
-  private lazy val tsType: DataType = ts.dataType
   private lazy val microsecondTime: Boolean = WindowArguments.isTemporal(ts.dataType)
 
   /** Which types `v` may have: events (BOOLEAN or 0/1) unless a subclass says otherwise. */
@@ -60,19 +59,12 @@ abstract class WindowCountAggregate
     labelled(new DyadicWindowSketch(windowLength, epsilon))
 
   // Arguments that are columns (most are) are read from the row without boxing.
-  private lazy val tsColumn: Int = WindowArguments.columnOf(ts)
+  @transient private lazy val time = new TimeArgument(ts)
   private lazy val integralColumn: Int =
     if (eventIsBoolean) -1 else WindowArguments.columnOf(v)
 
   override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch = {
-    if (tsColumn >= 0) {
-      if (!input.isNullAt(tsColumn)) {
-        buffer.add(WindowArguments.timeAt(input, tsColumn, tsType), weightIn(input))
-      }
-    } else {
-      val time = ts.eval(input)
-      if (time != null) buffer.add(WindowArguments.timeOf(time, tsType), weightIn(input))
-    }
+    if (!time.isNullIn(input)) buffer.add(time.of(input), weightIn(input))
     buffer
   }
 
