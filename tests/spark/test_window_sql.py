@@ -102,6 +102,34 @@ def test_every_time_type(spark, events_table, ts_expr, window, exact_order, exac
     assert len({r.t for r in rows}) > 20  # the window slides over many distinct times
 
 
+def test_arguments_read_from_columns_answer_as_computed_ones(spark):
+    """Every family's update reads a `ts` or numeric `x` that is a column without boxing,
+    and evaluates any other expression: both give the same answers, NULLs included, in
+    GROUP BY and (for `x`) in a running frame."""
+    spark.range(3000).selectExpr(
+        "id % 3 AS g", "IF(id % 97 = 5, NULL, id DIV 2) AS ts",
+        "IF(id % 11 = 0, NULL, CAST((id * 7919) % 1000 AS DOUBLE) / 8) AS x").createOrReplaceTempView("args")
+    calls = ["approx_window_count(x > 50, {ts}, 400)", "approx_window_sum(CAST({x} AS BIGINT), {ts}, 400)",
+             "approx_window_count_distinct({x}, {ts}, 400)",
+             "approx_window_percentile({x}, {ts}, 400, array(0.1, 0.5, 0.99))",
+             "approx_window_stddev({x}, {ts}, 400)", "approx_window_avg({x}, {ts}, 400)",
+             "approx_window_top_k(CAST({x} AS INT) % 7, {ts}, 400, 3)",
+             "approx_window_sample({x}, {ts}, 400, 3)"]
+
+    def answers(ts, x, over):
+        picks = ", ".join(f"{c.format(ts=ts, x=x)}{over} AS a{i}" for i, c in enumerate(calls))
+        if over:
+            query = f"SELECT g, ts, x, {picks} FROM args ORDER BY g, ts, x"
+        else:
+            query = f"SELECT g, {picks} FROM args GROUP BY g ORDER BY g"
+        return [tuple(r) for r in spark.sql(query).collect()]
+
+    assert answers("ts", "x", "") == answers("CAST(ts AS INT)", "x + 0.0", "")
+    # A running frame ordered by the column itself (another `ts` is not known to be in order).
+    over = " OVER (PARTITION BY g ORDER BY ts)"
+    assert answers("ts", "x", over) == answers("ts", "x + 0.0", over)
+
+
 def test_rows_frame_counts_rows_up_to_the_current_one(spark, events_table):
     eps = 0.05
     rows = spark.sql(f"""
