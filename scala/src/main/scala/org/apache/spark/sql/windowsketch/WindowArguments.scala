@@ -227,9 +227,10 @@ private[windowsketch] object WindowArguments extends QueryErrorsBase {
 
 /**
  * An argument of each input row, read from its column without boxing where it is one
- * once bound (most are; `eval` boxes every value, a tenth of a GROUP BY's time), else
- * evaluated once a row. Ask [[isNullIn]] first, then the value, of the same row. One
- * instance a bound aggregate: a task's own copy, so the evaluated value is its own.
+ * once bound (most are; `eval` boxes every value: a tenth of a GROUP BY map side's
+ * samples), else evaluated once a row. Ask [[isNullIn]] first, then the value, of the
+ * same row. One instance a bound aggregate: a task's own copy, so the evaluated value is
+ * its own.
  */
 private[windowsketch] abstract class RowArgument(e: Expression) {
   protected val column: Int = WindowArguments.columnOf(e)
