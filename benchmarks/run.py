@@ -935,8 +935,8 @@ def memory_per_group(spark, sizes, report):
         ["family", "order"] + [f"{r:,} rows" for r in sizes.memory_rows], lines,
         "One window holding every row (window 10^12 positions), eps 0.01 (distinct counts: "
         "rsd 0.05), uniform values, items of a skewed stream over 10^4 values (8 bytes each). "
-        "Each figure is the collector's used heap, in a JVM of its own, with copies of the structure held, less "
-        "without, per copy (Throughput.heldHeapBytes). Percentiles are exact up to 4,096 "
+        "Each figure is the collector's used heap, in a JVM of its own, with copies of the "
+        "structure held, less without, per copy (Throughput.heldHeapBytes). Percentiles are exact up to 4,096 "
         "values (16,384 in time order, a running frame's limit), top values up to 512 rows "
         "in time order, then bounded; the other families hold their sketches "
         "from the first row.")

@@ -108,13 +108,15 @@ def test_arguments_read_from_columns_answer_as_computed_ones(spark):
     GROUP BY and (for `x`) in a running frame."""
     spark.range(3000).selectExpr(
         "id % 3 AS g", "IF(id % 97 = 5, NULL, id DIV 2) AS ts",
-        "IF(id % 11 = 0, NULL, CAST((id * 7919) % 1000 AS DOUBLE) / 8) AS x").createOrReplaceTempView("args")
-    calls = ["approx_window_count(x > 50, {ts}, 400)", "approx_window_sum(CAST({x} AS BIGINT), {ts}, 400)",
+        "IF(id % 11 = 0, NULL, CAST((id * 7919) % 1000 AS DOUBLE) / 8) AS x",
+    ).createOrReplaceTempView("args")
+    calls = ["approx_window_count(x > 50, {ts}, 400)",
+             "approx_window_sum(CAST({x} AS BIGINT), {ts}, 400)",
              "approx_window_count_distinct({x}, {ts}, 400)",
              "approx_window_percentile({x}, {ts}, 400, array(0.1, 0.5, 0.99))",
              "approx_window_stddev({x}, {ts}, 400)", "approx_window_avg({x}, {ts}, 400)",
              "approx_window_top_k(CAST({x} AS INT) % 7, {ts}, 400, 3)",
-             "approx_window_sample({x}, {ts}, 400, 3)"]
+             "approx_window_sample({x}, {ts}, 400, 3)", "window_filter_sketch({x}, {ts}, 400)"]
 
     def answers(ts, x, over):
         picks = ", ".join(f"{c.format(ts=ts, x=x)}{over} AS a{i}" for i, c in enumerate(calls))
