@@ -188,3 +188,27 @@ def test_damaged_bytes_with_valid_checksums_are_rejected_or_consistent(sketches)
     with pytest.raises(Exception, match=r"a distinct-count sketch \(window_distinct_sketch\) "
                                         r"is not a count sketch \(window_sketch\)"):
         sketches.format.deserialize(data)
+
+
+def test_a_sketch_read_back_and_resumed_in_order_keeps_its_running_sums(sketches):
+    """A live key's distinct count is read back from its state each micro-batch and resumed
+    in time order. Its rows may come back in a buffer, which replays them in the buffer's
+    order, not time order: resuming settles them first, so rows in time order after it
+    leave the sketch in order (each read O(1), not a pass over every register), with the
+    registers of the window's rows."""
+    rng = np.random.default_rng(stable_seed("resume"))
+    for case in range(40):
+        window = int(rng.choice([5, 40, 10**9]))
+        n = int(rng.integers(2, 60))
+        ts = np.sort(rng.integers(0, 30, n)).astype(np.int64)
+        hashes = stream(rng, str(rng.choice(["repeats", "bursts", "all-distinct"])), n)
+        cut = int(rng.integers(1, n))
+        sketch = sketches.replay.distinct(window, 0.05)
+        sketches.replay.addDistinct(sketch, _longs(ts[:cut]), _longs(hashes[:cut]))
+        read = sketches.format.deserializeDistinct(sketches.format.serializeDistinct(sketch))
+        read.resumeInOrder()
+        sketches.replay.addDistinct(read, _longs(ts[cut:]), _longs(hashes[cut:]))
+        z, zeros = read.inverseSum(), read.zeroRegisters()
+        assert read.isInOrder(), case
+        expected = registers_of(hashes[in_window(ts, ts.max(), window)], 9)
+        assert z == np.sum(2.0 ** -expected) and zeros == np.count_nonzero(expected == 0), case

@@ -29,9 +29,10 @@ trait LiveSlide {
   def end: Option[Long]
 
   /**
-   * The object the slide's last answer was read from, the same object for as long as no
-   * input came and nothing left the window, or null where the slide keeps none: a caller
-   * that kept the answer it read for this object can emit it again without reading.
+   * The object the slide's last answer was read from, the same object for as long as the
+   * answer cannot have changed (no input came, nothing left the window, or the values it is
+   * read from are the same), or null where the slide keeps none: a caller that kept the
+   * answer it read for this object can emit it again without reading.
    */
   def answerStamp: AnyRef = null
 
@@ -43,6 +44,17 @@ trait BoundedSlide extends LiveSlide {
   def estimate: Long
   def lower: Long
   def upper: Long
+
+  // The bounds read last, kept as one object while they stay the same (the answer's stamp).
+  private var bounds: Array[Long] = null
+
+  override def answerStamp: AnyRef = {
+    val e = estimate
+    val l = lower
+    val u = upper
+    if (bounds == null || bounds(0) != e || bounds(1) != l || bounds(2) != u) bounds = Array(e, l, u)
+    bounds
+  }
 }
 
 /**
@@ -173,6 +185,17 @@ final class LiveDistinctSlide(val sketch: SlidingHyperLogLog) extends LiveSlide 
   def advanceTo(tick: Long): Unit = sketch.advanceTo(tick)
   def isEmpty: Boolean = sketch.windowIsEmpty
   def end: Option[Long] = if (sketch.hasTime) Some(sketch.now) else None
+
+  // The register sums the estimate is read from, kept as one object while they stay the same.
+  private var sums: (Double, Int) = null
+
+  override def answerStamp: AnyRef = {
+    val z = sketch.inverseSum
+    val zeros = sketch.zeroRegisters
+    if (sums == null || sums._1 != z || sums._2 != zeros) sums = (z, zeros)
+    sums
+  }
+
   private[core] def writeTo(out: ByteWriter): Unit =
     LiveWindow.writeBytes(out, SketchFormat.serializeDistinct(sketch))
 }

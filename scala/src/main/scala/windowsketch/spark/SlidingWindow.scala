@@ -356,6 +356,7 @@ object SlidingWindow {
       (in.timeIndex, in.firstExtra, in.states, aggregates.length, in.outputKeys)
     val familyArray = families.toArray
     val readers = aggregates.zip(families).zip(types).map { case ((c, f), t) => f.reader(c, t) }.toArray
+    val unsafeAnswers = outFields.map(f => new UnsafeValues(f.dataType)).toArray
     in.run(inputs, outFields) { (key, rows, bytes, upTo, out) =>
       val live = bytes.fold(new LiveWindow(axisWindow, axisEvery, specs)) { b =>
         states.read(key, "live window")(LiveWindow.fromBytes(axisWindow, axisEvery, specs, b))
@@ -375,7 +376,8 @@ object SlidingWindow {
       val n = keyValues.length
       // Each family's last answer and the object it was read from: an idle key's answers
       // stay the same from tick to tick until a slice leaves its window, and are emitted
-      // again without being read.
+      // again without being read, in Spark's unsafe form, which each output row copies as
+      // bytes. An alert's crossing is read at every tick.
       val stamps = new Array[AnyRef](readers.length)
       val answers = new Array[Any](readers.length)
       live.advance(upTo, { tick =>
@@ -385,9 +387,10 @@ object SlidingWindow {
         while (i < readers.length) {
           val slide = live.slides(i)
           val stamp = slide.answerStamp
-          if (stamp == null || (stamp ne stamps(i))) {
-            answers(i) = readers(i)(slide, live.alerts(i))
+          if (stamp == null || (stamp ne stamps(i)) || live.alerts(i) != null) {
+            val answer = readers(i)(slide, live.alerts(i))
             stamps(i) = slide.answerStamp
+            answers(i) = if (stamps(i) == null || live.alerts(i) != null) answer else unsafeAnswers(i)(answer)
           }
           values(n + 1 + i) = answers(i)
           i += 1

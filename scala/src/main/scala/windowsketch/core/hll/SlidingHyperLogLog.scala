@@ -82,6 +82,12 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
    */
   def isBuffered: Boolean = !settled
 
+  /**
+   * True while the running register sums are current: every row came in time order, or
+   * [[resumeInOrder]] took the order up again. Reads then cost O(1), not O(registers).
+   */
+  def isInOrder: Boolean = ordered
+
   /** Counts a value with hash `hash` at `ts`. */
   def add(ts: Long, hash: Long): Unit = {
     val j = (hash >>> (64 - p)).toInt
@@ -219,9 +225,19 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
    * `now`: what HyperLogLog's estimate is computed from.
    */
   def registerSums: (Double, Int) = {
+    currentSums()
+    (zInverse, zeros)
+  }
+
+  /** [[registerSums]]' first part, read without a tuple (a live key reads it every tick). */
+  def inverseSum: Double = { currentSums(); zInverse }
+
+  /** [[registerSums]]' second part, the registers at 0, read without a tuple. */
+  def zeroRegisters: Int = { currentSums(); zeros }
+
+  private def currentSums(): Unit = {
     settle()
     if (!ordered) recompute()
-    (zInverse, zeros)
   }
 
   /**
@@ -261,7 +277,7 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
   }
 
   /** True when no register holds a pair inside the window ending at `now`. */
-  def windowIsEmpty: Boolean = registerSums._2 == m
+  def windowIsEmpty: Boolean = zeroRegisters == m
 
   /**
    * Takes up the running sums and the expiry heap again, so rows that come in time order
@@ -269,8 +285,14 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
    * from its state, where each tick would otherwise recompute every register). Answers are
    * unchanged: the sums are exact.
    */
-  def resumeInOrder(): Unit = if (!ordered) {
+  def resumeInOrder(): Unit = {
+    // A buffered sketch replays its pairs in the buffer's order, not in time order: settle
+    // first, or the first read after the next add would leave it out of order for good.
     settle()
+    if (!ordered) resumeSums()
+  }
+
+  private def resumeSums(): Unit = {
     recompute()
     heapSize = 0
     java.util.Arrays.fill(heapPosition, 0)
