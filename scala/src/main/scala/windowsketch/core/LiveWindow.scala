@@ -112,7 +112,7 @@ final case class LiveCountAggregate(eps: Double, override val above: Option[Long
   CertifiedAlert.checkThresholds(above, below)
   def family: String = "count"
   def tag: Byte = LiveWindow.CountTag
-  def parameters: Seq[Double] = Seq(eps)
+  val parameters: Seq[Double] = Seq(eps)
   override private[core] def validInput(input: Long): Boolean = input == 1L
   // Every input is 1: nothing to store.
   override private[core] def writeInput(out: ByteWriter, input: Long): Unit = ()
@@ -144,7 +144,7 @@ final case class LiveSumAggregate(eps: Double, override val above: Option[Long] 
   CertifiedAlert.checkThresholds(above, below)
   def family: String = "sum"
   def tag: Byte = LiveWindow.SumTag
-  def parameters: Seq[Double] = Seq(eps)
+  val parameters: Seq[Double] = Seq(eps)
   override private[core] def validInput(input: Long): Boolean = input > 0L
   override private[core] def writeInput(out: ByteWriter, input: Long): Unit = out.varint(input)
   override private[core] def readInput(in: ByteReader): Long = in.varint()
@@ -168,7 +168,7 @@ final class LiveSumSlide(val histogram: OrderedSumHistogram) extends BoundedSlid
 final case class LiveDistinctAggregate(rsd: Double) extends LiveAggregate {
   def family: String = "distinct"
   def tag: Byte = LiveWindow.DistinctTag
-  def parameters: Seq[Double] = Seq(rsd)
+  val parameters: Seq[Double] = Seq(rsd)
   def newSlide(window: Long, every: Long): LiveDistinctSlide = new LiveDistinctSlide(new SlidingHyperLogLog(window, rsd))
   private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide = {
     val s = SketchFormat.deserializeDistinct(in.take(LiveWindow.length(in)))
@@ -213,7 +213,7 @@ final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) 
     s"percentages must lie in [0, 1], got ${percentages.mkString(", ")}")
   def family: String = "percentile"
   def tag: Byte = LiveWindow.PercentileTag
-  def parameters: Seq[Double] = eps +: percentages
+  val parameters: Seq[Double] = eps +: percentages
   def newSlide(window: Long, every: Long): LivePercentileSlide =
     new LivePercentileSlide(TickSlices(window, every, SlicedQuantiles.MostSlices)
       .fold[LivePercentilesWindow](new SlidingQuantiles(window, eps))(new SlicedQuantiles(_, eps)),
@@ -263,7 +263,7 @@ final class LivePercentileSlide(val quantiles: LivePercentilesWindow, percentage
 final case class LiveMomentsAggregate(eps: Double) extends LiveAggregate {
   def family: String = "moments"
   def tag: Byte = LiveWindow.MomentsTag
-  def parameters: Seq[Double] = Seq(eps)
+  val parameters: Seq[Double] = Seq(eps)
   override private[core] def validInput(input: Long): Boolean =
     java.lang.Double.isFinite(java.lang.Double.longBitsToDouble(input))
   def newSlide(window: Long, every: Long): LiveMomentsSlide = {
@@ -307,7 +307,7 @@ final case class LiveTopKAggregate(k: Int, eps: Double = LiveTopKAggregate.Defau
   require(k >= 1 && k <= SlidingTopK.MaxK, s"k must be in [1, ${SlidingTopK.MaxK}], got $k")
   def family: String = "top_k"
   def tag: Byte = LiveWindow.TopKTag
-  def parameters: Seq[Double] = Seq(k.toDouble, eps)
+  val parameters: Seq[Double] = Seq(k.toDouble, eps)
   override def takesBytes: Boolean = true
   def newSlide(window: Long, every: Long): LiveTopKSlide =
     new LiveTopKSlide(TickSlices(window, every, SlicedTopK.MostSlices)
@@ -355,7 +355,7 @@ final case class LiveSampleAggregate(k: Int, seed: Long) extends LiveAggregate {
     s"a live sample's seed must lie in [-2^53, 2^53], got $seed")
   def family: String = "sample"
   def tag: Byte = LiveWindow.SampleTag
-  def parameters: Seq[Double] = Seq(k.toDouble, seed.toDouble)
+  val parameters: Seq[Double] = Seq(k.toDouble, seed.toDouble)
   override def takesBytes: Boolean = true
   def newSlide(window: Long, every: Long): LiveSampleSlide = new LiveSampleSlide(new SlidingSample(window, k, seed))
   private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide = {

@@ -39,6 +39,8 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
   private var answer: Array[ItemCount] = null
   private var answeredK = 0
   private var answerOrdered: java.util.Comparator[ItemCount] = null
+  // The closed slices' counts summed (no pruning), or null until an answer needs them.
+  private var closedSum: ItemCounts = null
 
   def hasTime: Boolean = seenAny
   def now: Long = nowTs
@@ -70,6 +72,7 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
       while (!closed.isEmpty && closed.peekFirst().index < oldest) {
         closedCounters -= closed.pollFirst().summary.size
         answer = null
+        closedSum = null
       }
       if (openRows > 0 && openIndex < oldest) { open.clear(); openRows = 0L; openError = 0L; answer = null }
     }
@@ -88,7 +91,20 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
   }
 
   private def topOf(k: Int): Array[ItemCount] = {
-    val all = ItemCounts.sum(closedSummaries :+ openSummary, Int.MaxValue)
+    // Rows of the open slice leave the closed ones' sum as it was: it is kept until a slice
+    // closes or leaves. Sums add counts exactly, so the parts' grouping changes nothing.
+    if (closedSum == null) {
+      val parts = new Array[ItemCounts](closed.size)
+      var i = 0
+      closed.forEach { s => parts(i) = s.summary; i += 1 }
+      closedSum = ItemCounts.sumInPlace(parts, Int.MaxValue)
+    }
+    val all = if (openRows == 0) closedSum else {
+      val both = new Array[ItemCounts](2)
+      both(0) = closedSum
+      both(1) = openSummary
+      ItemCounts.sumInPlace(both, Int.MaxValue)
+    }
     val answers = new Array[ItemCount](all.size)
     var i = 0
     while (i < all.size) {
@@ -111,7 +127,11 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
   private def openSummary: ItemCounts = {
     val keys = open.keySet.toArray(new Array[ItemKey](0))
     java.util.Arrays.sort(keys, SlicedTopK.KeyOrder)
-    new ItemCounts(keys.map(_.bytes), keys.map(k => open.get(k).longValue), openError)
+    val items = new Array[Array[Byte]](keys.length)
+    val counts = new Array[Long](keys.length)
+    var i = 0
+    while (i < keys.length) { items(i) = keys(i).bytes; counts(i) = open.get(keys(i)).longValue; i += 1 }
+    new ItemCounts(items, counts, openError)
   }
 
   /**
@@ -120,6 +140,7 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
    */
   private def close(): Unit = {
     closed.addLast(new SlicedTopK.Slice(openIndex, openRows, openSummary))
+    closedSum = null
     closedCounters += open.size
     open.clear()
     openRows = 0L

@@ -90,16 +90,26 @@ object ItemCounts {
    * pruned to `capacity` once. The result does not depend on the order of `parts`.
    */
   def sum(parts: Seq[ItemCounts], capacity: Int): ItemCounts = {
-    if (parts.size == 1 && parts.head.size <= capacity) return parts.head
+    val runs = new Array[ItemCounts](parts.size)
+    var n = 0
+    parts.foreach { p => runs(n) = p; n += 1 }
+    sumInPlace(runs, capacity)
+  }
+
+  /** [[sum]] of the summaries in `runs`, which it overwrites. */
+  private[core] def sumInPlace(runs: Array[ItemCounts], capacity: Int): ItemCounts = {
+    if (runs.length == 1 && runs(0).size <= capacity) return runs(0)
     var error = 0L
-    parts.foreach(p => error = Math.addExact(error, p.error))
+    runs.foreach(p => error = Math.addExact(error, p.error))
     // Each part's items are sorted and distinct (every summary's invariant, checked where
-    // one is read): merge them in pairs, a balanced tree of linear merges.
-    var runs = parts.toIndexedSeq
-    while (runs.size > 1) {
-      runs = (0 until runs.size by 2).map(i => if (i + 1 < runs.size) merged(runs(i), runs(i + 1)) else runs(i))
+    // one is read): merge them in pairs, a balanced tree of linear merges, in place.
+    var n = runs.length
+    while (n > 1) {
+      var i = 0
+      while (i < n) { runs(i / 2) = if (i + 1 < n) merged(runs(i), runs(i + 1)) else runs(i); i += 2 }
+      n = (n + 1) / 2
     }
-    val all = if (runs.isEmpty) Empty else runs.head
+    val all = if (n == 0) Empty else runs(0)
     prune(all.items, all.counts, error, capacity)
   }
 
