@@ -915,26 +915,42 @@ private[core] object HeldValues {
    * merged pairwise (O(m log levels)), equal values (in `Double.compare` order) combined.
    */
   def of(summaries: Iterator[QuantileSummary]): WeightedValues = {
-    val perLevel = scala.collection.mutable.ArrayBuffer.empty[scala.collection.mutable.ArrayBuilder.ofDouble]
-    summaries.foreach { summary =>
-      var h = 0
+    // Plain arrays throughout: a live key builds this view at every tick its window changes.
+    val held = new scala.collection.mutable.ArrayBuffer[QuantileSummary]()
+    summaries.foreach(held += _)
+    var levels = 0
+    held.foreach(summary => levels = math.max(levels, summary.levelCount))
+    val sizes = new Array[Int](levels)
+    held.foreach { summary => var h = 0; while (h < summary.levelCount) { sizes(h) += summary.sizes(h); h += 1 } }
+    val perLevel = new Array[Array[Double]](levels)
+    var h = 0
+    while (h < levels) { perLevel(h) = new Array[Double](sizes(h)); sizes(h) = 0; h += 1 }
+    held.foreach { summary =>
+      h = 0
       while (h < summary.levelCount) {
-        while (perLevel.size <= h) perLevel += new scala.collection.mutable.ArrayBuilder.ofDouble
-        val values = summary.levelArray(h)
-        val from = summary.levelStart(h)
-        var i = 0
-        while (i < summary.sizes(h)) { perLevel(h) += values(from + i); i += 1 }
+        System.arraycopy(summary.levelArray(h), summary.levelStart(h), perLevel(h), sizes(h), summary.sizes(h))
+        sizes(h) += summary.sizes(h)
         h += 1
       }
     }
-    var runs = perLevel.indices.map { h =>
-      val values = perLevel(h).result()
+    if (levels == 0) return new WeightedValues(Array.emptyDoubleArray, Array.emptyLongArray)
+    val runs = new Array[(Array[Double], Array[Long])](levels)
+    h = 0
+    while (h < levels) {
+      val values = perLevel(h)
       java.util.Arrays.sort(values)
-      combined(values, Array.fill(values.length)(1L << h), values.length)
-    }.toIndexedSeq
-    if (runs.isEmpty) return new WeightedValues(Array.emptyDoubleArray, Array.emptyLongArray)
-    while (runs.size > 1) runs = runs.grouped(2).map(p => if (p.size == 1) p.head else mergeRuns(p(0), p(1))).toIndexedSeq
-    new WeightedValues(runs.head._1, runs.head._2)
+      val weights = new Array[Long](values.length)
+      java.util.Arrays.fill(weights, 1L << h)
+      runs(h) = combined(values, weights, values.length)
+      h += 1
+    }
+    var n = levels
+    while (n > 1) {
+      var i = 0
+      while (i < n) { runs(i / 2) = if (i + 1 < n) mergeRuns(runs(i), runs(i + 1)) else runs(i); i += 2 }
+      n = (n + 1) / 2
+    }
+    new WeightedValues(runs(0)._1, runs(0)._2)
   }
 
   /** Sorted values with weights, equal neighbours combined. */
