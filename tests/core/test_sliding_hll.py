@@ -179,6 +179,9 @@ def test_damaged_bytes_with_valid_checksums_are_rejected_or_consistent(sketches)
         else:
             assert verdict.startswith("invalid sketch bytes: "), verdict
         outcomes[how][verdict != "read"] += 1
+    # A stored sketch's estimate reads its registers straight from the bytes, with the
+    # same checks: the same verdict, the same message, for every variant.
+    assert sketches.verdicts("stored distinct", signed) == sketches.verdicts("distinct", signed)
     # A flipped step or rank often still describes a valid sketch (measured: 125 of 300
     # flips rejected): the CRC is what catches those; the structure catches the rest.
     assert outcomes["truncate"][0] == 0 and outcomes["flip"][1] >= 100, outcomes
@@ -212,3 +215,38 @@ def test_a_sketch_read_back_and_resumed_in_order_keeps_its_running_sums(sketches
         assert read.isInOrder(), case
         expected = registers_of(hashes[in_window(ts, ts.max(), window)], 9)
         assert z == np.sum(2.0 ** -expected) and zeros == np.count_nonzero(expected == 0), case
+
+
+@pytest.mark.parametrize("kind", ["skewed", "all-distinct", "bursts"])
+def test_a_stored_sketch_sums_its_registers_from_its_bytes_as_the_sketch_read_from_them(
+        sketches, kind):
+    """window_distinct_sketch_estimate sums a stored sketch's registers straight from its
+    bytes (SketchFormat.readStoredDistinct): for sparse and dense sketches, at their own
+    window and at later ends and shorter sub-windows, the sums equal the deserialized
+    sketch's bit for bit and a fresh HyperLogLog's of exactly that window's values."""
+    rng = np.random.default_rng(stable_seed("stored", kind))
+    kinds = set()
+    for case in range(30):
+        n = int(rng.integers(1, 2500))
+        window = int(rng.choice([3, 50, 700, 10**9]))
+        ts = np.sort(rng.integers(0, 1500, n)).astype(np.int64)
+        hashes = stream(rng, kind, n)
+        sketch = sketches.replay.distinct(window, 0.05)
+        sketches.replay.addDistinct(sketch, _longs(ts), _longs(hashes))
+        data = bytes(sketches.format.serializeDistinct(sketch))
+        kinds.add(data[2])
+        stored = sketches.format.readStoredDistinct(data)
+        read = sketches.format.deserializeDistinct(data)
+        now = int(ts.max())
+        assert (stored.now(), stored.window(), stored.rsd()) == (now, window, 0.05)
+        ends = [(now, window), (now, max(1, window // 3)), (now + int(rng.integers(0, 60)), window),
+                (now + 5, 1)]
+        sums = [stored.registerSums()] + [stored.registerSumsAt(e, length) for e, length in ends]
+        wanted = [read.registerSums()] + [read.registerSumsAt(e, length) for e, length in ends]
+        for (end, length), got, want in zip([(now, window)] + ends, sums, wanted):
+            assert (got._1(), got._2()) == (want._1(), want._2()), (case, end, length)
+            inside = (ts <= end) & (end - ts < length)
+            expected = registers_of(hashes[inside], 9)
+            assert got._1() == np.sum(2.0 ** -expected), (case, end, length)
+            assert got._2() == np.count_nonzero(expected == 0), (case, end, length)
+    assert kinds == {3, 7}, kinds  # dense and sparse sketches both

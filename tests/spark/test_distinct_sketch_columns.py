@@ -226,12 +226,41 @@ def test_runtime_errors_name_the_function(spark, query, message):
     assert message in str(info.value)
 
 
+def with_checksum(body: bytes) -> bytes:
+    import zlib
+
+    return bytes(body) + zlib.crc32(body).to_bytes(4, "big")
+
+
+def with_rank_zero(sketch: bytes) -> bytes:
+    """The sketch with its last pair's rank set to 0, behind a valid checksum."""
+    damaged = bytearray(sketch[:-4])
+    damaged[-1] = 0
+    return with_checksum(bytes(damaged))
+
+
+def test_the_estimate_checks_the_registers_it_reads_from_the_bytes(spark):
+    """The estimate sums a stored sketch's registers straight from its bytes, without
+    building the sketch: damage behind a valid checksum still fails by name."""
+    sketches = [bytes(r[0]) for r in spark.sql(
+        "SELECT window_distinct_sketch(id, id, 100000) FROM range(40) "
+        "UNION ALL SELECT window_distinct_sketch(id, id, 100000) FROM range(3000)").collect()]
+    assert sorted(s[2] for s in sketches) == [3, 7]  # a dense and a sparse sketch
+    for sketch in sketches:
+        for blob, message in [(with_rank_zero(sketch), "invalid rank 0"),
+                              (with_checksum(sketch[:-4] + b"\x00"), "trailing bytes"),
+                              (with_checksum(sketch[:-5]), "truncated")]:
+            df = spark.createDataFrame([(bytearray(blob),)], "s BINARY")
+            with pytest.raises(Exception) as info:
+                df.select(window_distinct_sketch_estimate("s")).collect()
+            assert ("window_distinct_sketch_estimate: invalid sketch bytes: " + message
+                    in str(info.value)), (sketch[2], message, str(info.value)[:500])
+
+
 def test_a_partition_merging_stored_sketches_checks_each_one(spark):
     """Within one partition each stored sketch after the first is read straight into the
     union: another rsd, another family and damaged bytes fail by name as when read alone,
     and sparse and dense sketches merge to what one sketch of all the rows writes."""
-    import zlib
-
     def one(sql: str) -> bytes:
         return bytes(spark.sql(sql).collect()[0][0])
 
@@ -239,9 +268,7 @@ def test_a_partition_merging_stored_sketches_checks_each_one(spark):
     dense = one("SELECT window_distinct_sketch(id, id, 100000) FROM range(40, 3000)")
     whole = one("SELECT window_distinct_sketch(id, id, 100000) FROM range(3000)")
     assert (sparse[2], dense[2]) == (7, 3)
-    damaged = bytearray(sparse[:-4])
-    damaged[-1] = 0  # the newest pair's rank
-    damaged = bytes(damaged) + zlib.crc32(damaged).to_bytes(4, "big")
+    damaged = with_rank_zero(sparse)
 
     def merged(*blobs: bytes):
         df = spark.createDataFrame([(bytearray(b),) for b in blobs], "s BINARY").coalesce(1)

@@ -139,6 +139,7 @@ object Replay {
     val reader: Array[Byte] => Any = family match {
       case "count" => SketchFormat.deserialize
       case "distinct" => SketchFormat.deserializeDistinct
+      case "stored distinct" => SketchFormat.readStoredDistinct(_).registerSums
       case "percentile" => SketchFormat.deserializeQuantiles
       case "moments" => SketchFormat.deserializeMoments
       case "top_k" => SketchFormat.deserializeTopK

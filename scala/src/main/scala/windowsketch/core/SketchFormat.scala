@@ -187,9 +187,9 @@ object SketchFormat {
     if (h.kind == KindDistinctSparse) {
       // A sketch of few pairs: read as merged into a fresh one, it stays a buffer of rows.
       s.beginMerge(h.window, h.eps, h.microseconds, h.now, h.hasTime)
-      readDistinctBody(in, h, s, merging = true)
+      readDistinctBody(in, h, s.p, new MergedPairs(s))
     } else {
-      readDistinctBody(in, h, s, merging = false)
+      readDistinctBody(in, h, s.p, new RestoredPairs(s))
       s.restore(h.now, h.hasTime)
     }
     s
@@ -204,7 +204,30 @@ object SketchFormat {
   def mergeDistinct(into: SlidingHyperLogLog, bytes: Array[Byte]): Unit = {
     val (in, h) = readDistinctHeader(bytes)
     into.beginMerge(h.window, h.eps, h.microseconds, h.now, h.hasTime)
-    readDistinctBody(in, h, into, merging = true)
+    readDistinctBody(in, h, into.p, new MergedPairs(into))
+  }
+
+  /**
+   * The distinct-count sketch in `bytes` with its header checked and its registers left in
+   * the bytes, for one query: [[StoredDistinct.registerSumsAt]] reads them once, with the
+   * checks [[deserializeDistinct]] makes, instead of building the sketch.
+   */
+  def readStoredDistinct(bytes: Array[Byte]): StoredDistinct = {
+    val (in, h) = readDistinctHeader(bytes)
+    new StoredDistinct(bytes, h, bytes.length - 4 - in.remaining)
+  }
+
+  /** [[StoredDistinct.registerSumsAt]]: the body from `bodyStart`, summed at the window. */
+  private[core] def storedRegisterSums(bytes: Array[Byte], h: Header, bodyStart: Int, end: Long,
+      length: Long): (Double, Int) = {
+    val in = new ByteReader(bytes, bytes.length - 4) // the checksum was verified with the header
+    in.skip(bodyStart)
+    val p = SlidingHyperLogLog.precision(h.eps)
+    val sums = new SummedPairs(end, length)
+    readDistinctBody(in, h, p, sums)
+    // Registers holding no pair in the window are at 0: 2^-0 = 1 each.
+    val zeros = (1 << p) - sums.nonZero
+    (sums.inverseSum + zeros, zeros)
   }
 
   private def readDistinctHeader(bytes: Array[Byte]): (ByteReader, Header) = {
@@ -216,29 +239,75 @@ object SketchFormat {
     (in, h)
   }
 
-  /** The registers of kind 3 or 7, into `s`: restored (a fresh sketch) or merged in. */
-  private def readDistinctBody(in: ByteReader, h: Header, s: SlidingHyperLogLog,
-      merging: Boolean): Unit = {
+  /** What one read of a distinct-count sketch's registers does with each one's pairs. */
+  private abstract class DistinctPairReader {
+    /** Register j's `n` (> 0) pairs follow, newest first: `i` from n - 1 down to 0. */
+    def register(j: Int, n: Int): Unit
+    def pair(j: Int, i: Int, time: Long, rank: Byte): Unit
+    def registerRead(j: Int, n: Int): Unit
+  }
+
+  /** Pairs merged into `s`, in the order they are read. */
+  private final class MergedPairs(s: SlidingHyperLogLog) extends DistinctPairReader {
+    def register(j: Int, n: Int): Unit = ()
+    def pair(j: Int, i: Int, time: Long, rank: Byte): Unit = s.mergePair(j, time, rank)
+    def registerRead(j: Int, n: Int): Unit = ()
+  }
+
+  /** Registers restored into a fresh `s`, each as its own arrays. */
+  private final class RestoredPairs(s: SlidingHyperLogLog) extends DistinctPairReader {
+    private[this] var times: Array[Long] = _
+    private[this] var ranks: Array[Byte] = _
+    def register(j: Int, n: Int): Unit = {
+      times = new Array[Long](math.max(4, n))
+      ranks = new Array[Byte](math.max(4, n))
+    }
+    def pair(j: Int, i: Int, time: Long, rank: Byte): Unit = { times(i) = time; ranks(i) = rank }
+    def registerRead(j: Int, n: Int): Unit = s.restoreRegister(j, times, ranks, n)
+  }
+
+  /**
+   * The sums of `SlidingHyperLogLog.registerSumsAt(end, length)` over the registers holding
+   * pairs: each register at its oldest pair inside the window, whose rank is its largest.
+   */
+  private final class SummedPairs(end: Long, length: Long) extends DistinctPairReader {
+    var inverseSum = 0.0
+    var nonZero = 0
+    private[this] var value = 0
+    def register(j: Int, n: Int): Unit = value = 0
+    def pair(j: Int, i: Int, time: Long, rank: Byte): Unit =
+      if (java.lang.Long.compareUnsigned(end - time, length) < 0) value = rank
+    def registerRead(j: Int, n: Int): Unit =
+      if (value != 0) {
+        inverseSum += SlidingHyperLogLog.inversePowers(value)
+        nonZero += 1
+      }
+  }
+
+  /** The registers of kind 3 or 7 (precision `p`), each register's pairs to `reader`. */
+  private def readDistinctBody(in: ByteReader, h: Header, p: Int, reader: DistinctPairReader): Unit = {
+    val m = 1 << p
+    val maxRank = SlidingHyperLogLog.maxPairs(p)
     if (h.kind == KindDistinctSparse) {
       val held = in.varint()
-      if (held < 0 || held > s.m) {
+      if (held < 0 || held > m) {
         throw new CorruptSketchException(s"invalid register count $held")
       }
       var j = -1L
       var k = 0
       while (k < held) {
         j += in.varint() + 1
-        if (j < 0 || j >= s.m) throw new CorruptSketchException(s"invalid register $j")
+        if (j < 0 || j >= m) throw new CorruptSketchException(s"invalid register $j")
         val n = in.varint()
         if (n < 1) throw new CorruptSketchException(s"invalid pair count $n in register $j")
-        readDistinctPairs(in, h, s, j.toInt, n, merging)
+        readDistinctPairs(in, h, maxRank, j.toInt, n, reader)
         k += 1
       }
     } else {
       var j = 0
-      while (j < s.m) {
+      while (j < m) {
         val n = in.varint()
-        if (n > 0) readDistinctPairs(in, h, s, j, n, merging)
+        if (n > 0) readDistinctPairs(in, h, maxRank, j, n, reader)
         else if (n < 0) throw new CorruptSketchException(s"invalid pair count $n in register $j")
         j += 1
       }
@@ -247,15 +316,13 @@ object SketchFormat {
   }
 
   /** Register j's `n` (> 0) pairs, newest first: ages grow, and ranks strictly. */
-  private def readDistinctPairs(in: ByteReader, h: Header, s: SlidingHyperLogLog, j: Int,
-      n: Long, merging: Boolean): Unit = {
-    val maxRank = SlidingHyperLogLog.maxPairs(s.p)
+  private def readDistinctPairs(in: ByteReader, h: Header, maxRank: Int, j: Int, n: Long,
+      reader: DistinctPairReader): Unit = {
     if (n > maxRank || !h.hasTime) {
       throw new CorruptSketchException(s"invalid pair count $n in register $j")
     }
     val maxAge = h.now - Long.MinValue
-    val times = if (merging) null else new Array[Long](math.max(4, n.toInt))
-    val ranks = if (merging) null else new Array[Byte](math.max(4, n.toInt))
+    reader.register(j, n.toInt)
     var age = 0L
     var newerRank = 0
     var i = n.toInt - 1
@@ -270,15 +337,11 @@ object SketchFormat {
       if (rank < 1 || rank > maxRank || (i < n - 1 && rank <= newerRank)) {
         throw new CorruptSketchException(s"invalid rank $rank in register $j")
       }
-      if (merging) s.mergePair(j, h.now - age, rank)
-      else {
-        times(i) = h.now - age
-        ranks(i) = rank
-      }
+      reader.pair(j, i, h.now - age, rank)
       newerRank = rank
       i -= 1
     }
-    if (!merging) s.restoreRegister(j, times, ranks, n.toInt)
+    reader.registerRead(j, n.toInt)
   }
 
   /**
@@ -995,7 +1058,7 @@ object SketchFormat {
     in.take(n.toInt)
   }
 
-  private final case class Header(kind: Byte, window: Long, eps: Double, hasTime: Boolean,
+  private[core] final case class Header(kind: Byte, window: Long, eps: Double, hasTime: Boolean,
       microseconds: Boolean, now: Long)
 
   /** Checks magic, version and checksum and reads the header every kind shares. */
@@ -1157,6 +1220,32 @@ object SketchFormat {
   }
 }
 
+/**
+ * A stored distinct-count sketch read for one query ([[SketchFormat.readStoredDistinct]]):
+ * its header checked, its registers read straight from the bytes when they are summed.
+ */
+final class StoredDistinct private[core] (bytes: Array[Byte], header: SketchFormat.Header,
+    bodyStart: Int) extends SketchAxis {
+  def window: Long = header.window
+  def rsd: Double = header.eps
+  def microsecondTime: Boolean = header.microseconds
+  def hasTime: Boolean = header.hasTime
+  def now: Long = header.now
+
+  /** `SlidingHyperLogLog.registerSums` of the sketch in the bytes. */
+  def registerSums: (Double, Int) = registerSumsAt(now, window)
+
+  /**
+   * `SlidingHyperLogLog.registerSumsAt(end, length)` of the sketch in the bytes, read with
+   * every check `deserializeDistinct` makes (CorruptSketchException when one fails).
+   */
+  def registerSumsAt(end: Long, length: Long): (Double, Int) = {
+    require(!hasTime || end >= now, s"end $end is before the sketch's now $now")
+    require(length > 0 && length <= window, s"length must be in (0, $window], got $length")
+    SketchFormat.storedRegisterSums(bytes, header, bodyStart, end, length)
+  }
+}
+
 /** Sketch bytes that cannot be read. */
 final class CorruptSketchException(message: String)
   extends IllegalArgumentException(s"invalid sketch bytes: $message")
@@ -1253,27 +1342,30 @@ private[core] final class ByteReader(bytes: Array[Byte], end: Int) {
   }
 
   def long(): Long = {
+    if (end - pos < 8) throw new CorruptSketchException("truncated")
     var v = 0L
-    var i = 0
-    while (i < 8) { v = (v << 8) | (byte() & 0xFF); i += 1 }
+    var i = pos
+    while (i < pos + 8) { v = (v << 8) | (bytes(i) & 0xFF); i += 1 }
+    pos += 8
     v
   }
 
   def varint(): Long = {
-    if (pos < end && bytes(pos) >= 0) { // one byte: the common case, zero pair counts above all
-      pos += 1
-      return bytes(pos - 1)
-    }
+    // One local position and one bounds check a byte: many times take four or five bytes.
+    var p = pos
     var v = 0L
     var shift = 0
     var b = 0
     do {
       if (shift > 63) throw new CorruptSketchException("varint too long")
-      b = byte()
+      if (p >= end) throw new CorruptSketchException("truncated")
+      b = bytes(p)
+      p += 1
       if (shift == 63 && (b & 0x7E) != 0) throw new CorruptSketchException("varint overflows")
       v |= (b & 0x7FL) << shift
       shift += 7
-    } while ((b & 0x80) != 0)
+    } while (b < 0)
+    pos = p
     v
   }
 }

@@ -641,7 +641,21 @@ object SlidingHyperLogLog {
   private def pendingLimit(m: Int): Int = math.max(16, m / 8)
 
   /** HyperLogLog++'s precision for `rsd`, as Spark's approx_count_distinct chooses it. */
-  def precision(rsd: Double): Int = math.ceil(2.0 * math.log(1.106 / rsd) / math.log(2.0)).toInt
+  def precision(rsd: Double): Int = {
+    // Remembered for the last rsd: each stored sketch read needs it, and two logs cost
+    // about as much as reading a small sketch's header.
+    val last = lastPrecision
+    if (last.rsd == rsd) last.p
+    else {
+      val p = math.ceil(2.0 * math.log(1.106 / rsd) / math.log(2.0)).toInt
+      lastPrecision = new RsdPrecision(rsd, p)
+      p
+    }
+  }
+
+  // Immutable, so threads that see another thread's entry see it whole.
+  private final class RsdPrecision(val rsd: Double, val p: Int)
+  private var lastPrecision = new RsdPrecision(Double.NaN, 0)
 
   def alphaM2(p: Int): Double = {
     val m = (1 << p).toDouble

@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionDescription, Literal}
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
-import windowsketch.core.SketchFormat
+import windowsketch.core.{CorruptSketchException, SketchFormat, StoredDistinct}
 import windowsketch.core.hll.SlidingHyperLogLog
 
 // scalastyle:off line.size.limit
@@ -169,7 +169,7 @@ object WindowDistinctSketchMerge {
   since = "0.1.0")
 // scalastyle:on line.size.limit
 case class WindowDistinctSketchEstimate(sketch: Expression, asOf: Expression, subWindow: Expression)
-  extends SketchQuery[SlidingHyperLogLog] with ThreeArgumentSketchQuery {
+  extends SketchQuery[StoredDistinct] with ThreeArgumentSketchQuery {
 
   def this(sketch: Expression, asOf: Expression) = this(sketch, asOf, Literal(null, NullType))
 
@@ -182,8 +182,10 @@ case class WindowDistinctSketchEstimate(sketch: Expression, asOf: Expression, su
 
   override protected def maker: String = WindowDistinctSketchAgg.Name
 
-  override protected def read(bytes: Array[Byte]): SlidingHyperLogLog =
-    SketchInput.readDistinct(bytes, prettyName)
+  // One query of each stored sketch: its registers are summed straight from the bytes
+  // (building the sketch was most of the estimate's cost).
+  override protected def read(bytes: Array[Byte]): StoredDistinct =
+    SketchInput.readStoredDistinct(bytes, prettyName)
 
   override def dataType: DataType = LongType
 
@@ -191,10 +193,11 @@ case class WindowDistinctSketchEstimate(sketch: Expression, asOf: Expression, su
     sketchAndWindow(input) match {
       case null => null
       case (s, window) =>
-        val (zInverse, zeros) = window match {
-          case None => s.registerSums
-          case Some((end, length)) => s.registerSumsAt(end, length)
-        }
+        val (zInverse, zeros) =
+          try window match {
+            case None => s.registerSums
+            case Some((end, length)) => s.registerSumsAt(end, length)
+          } catch { case e: CorruptSketchException => throw SketchInput.named(prettyName, e) }
         if (estimator == null || estimator.rsd != s.rsd) estimator = new DistinctEstimator(s.rsd)
         estimator.estimate(zInverse, zeros)
     }

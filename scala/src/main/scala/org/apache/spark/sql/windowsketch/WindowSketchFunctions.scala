@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.trees.{TernaryLike, UnaryLike}
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType, NullType}
 
-import windowsketch.core.{CorruptSketchException, SketchAxis, SketchFormat}
+import windowsketch.core.{CorruptSketchException, SketchAxis, SketchFormat, StoredDistinct}
 import windowsketch.core.count.{DyadicWindowSketch, WindowCountSketch}
 import windowsketch.core.hll.SlidingHyperLogLog
 import windowsketch.core.quantiles.SlidingQuantiles
@@ -88,6 +88,10 @@ private[windowsketch] object SketchInput {
 
   def readDistinct(bytes: Array[Byte], function: String): SlidingHyperLogLog =
     try SketchFormat.deserializeDistinct(bytes)
+    catch { case e: CorruptSketchException => throw named(function, e) }
+
+  def readStoredDistinct(bytes: Array[Byte], function: String): StoredDistinct =
+    try SketchFormat.readStoredDistinct(bytes)
     catch { case e: CorruptSketchException => throw named(function, e) }
 
   def readQuantiles(bytes: Array[Byte], function: String): SlidingQuantiles =
