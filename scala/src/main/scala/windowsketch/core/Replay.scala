@@ -468,6 +468,42 @@ object Replay {
   }
 
   /**
+   * The time-ordered counts' answer for `k` after each row, kept up incrementally, and the
+   * answer ranked anew from all their counts (a second copy fed the same rows, asked for
+   * `k + 1` first so its answer is made again). As big-endian longs: the rows whose answer
+   * was the previous row's array (kept since nothing in it changed), then per row the kept
+   * answer as [[topKPerRow]] writes one, then per row the answer ranked anew.
+   */
+  def orderedTopKAnsweredAnew(window: Long, eps: Double, k: Int, timestamps: Array[Byte],
+      items: Array[Byte], present: Array[Byte]): Array[Byte] = {
+    val kept = new OrderedTopK(window, eps)
+    val anew = new OrderedTopK(window, eps)
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(items)
+    val rowBytes = 8 * (1 + 4 * k)
+    val out = ByteBuffer.allocate(8 + 2 * present.length * rowBytes)
+    var reused = 0L
+    var previous: Array[ItemCount] = null
+    var i = 0
+    while (i < present.length) {
+      val ts = t.getLong()
+      val item = v.getLong()
+      Seq(kept, anew).foreach { s => if (present(i) != 0) s.add(ts, itemBytes(item)) else s.advanceTo(ts) }
+      val answer = kept.top(k)
+      if (answer eq previous) reused += 1
+      previous = answer
+      anew.top(k + 1)
+      out.position(8 + i * rowBytes)
+      putTop(out, answer, k)
+      out.position(8 + (present.length + i) * rowBytes)
+      putTop(out, anew.top(k), k)
+      i += 1
+    }
+    out.putLong(0, reused)
+    out.array()
+  }
+
+  /**
    * Rows split into partial sketches by `parts` (a byte per row, the partial's number),
    * each fed in the given order, then merged in a linear fold as Spark merges partial
    * aggregates: the window's count and each percentage's answer, as big-endian doubles.

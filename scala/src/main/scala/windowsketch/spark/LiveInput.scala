@@ -4,7 +4,7 @@ import scala.collection.mutable.ArrayBuffer
 
 import org.apache.spark.sql.{Column, DataFrame, Encoder, Encoders, Row}
 import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, GenericRow, UnsafeArrayData, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.catalyst.util.IntervalUtils
 import org.apache.spark.sql.functions.{col, expr}
 import org.apache.spark.sql.streaming.{GroupState, GroupStateTimeout, OutputMode}
@@ -230,26 +230,5 @@ private[spark] final class OutputKeys(keySchema: StructType) extends Serializabl
     val values = new Array[Any](key.length + tail)
     System.arraycopy(key, 0, values, 0, key.length)
     values
-  }
-}
-
-/**
- * Values of `dataType` in Spark's unsafe form: a struct as an UnsafeRow, an array as
- * UnsafeArrayData, anything else as it is. An output row's serializer copies such a value
- * as bytes where it writes any other field by field: an answer a live key emits again at
- * idle ticks is converted once.
- */
-private[spark] final class UnsafeValues(dataType: DataType) extends Serializable {
-  // Made where it runs: generated projections do not serialize.
-  @transient private lazy val projection = UnsafeProjection.create(Array(dataType))
-  @transient private lazy val holder = new GenericInternalRow(1)
-
-  def apply(value: Any): Any = value match {
-    case null | _: UnsafeRow | _: UnsafeArrayData => value
-    case _ => dataType match {
-      case s: StructType => holder.update(0, value); projection(holder).getStruct(0, s.length).copy()
-      case _: ArrayType => holder.update(0, value); projection(holder).getArray(0).copy()
-      case _ => value
-    }
   }
 }

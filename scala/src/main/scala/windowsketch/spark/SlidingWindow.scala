@@ -10,7 +10,7 @@ import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
-import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec, RowValues}
+import org.apache.spark.sql.windowsketch.{DistinctEstimator, ItemCodec, RowValues, UnsafeValues}
 
 import windowsketch.core._
 

@@ -642,15 +642,32 @@ final class OrderedTopK(val window: Long, val eps: Double) extends LiveTopKWindo
         answerValid = true
       } else if (raised.nonEmpty) {
         val best = new OrderedTopK.FirstK(k, answerOrder, answer.length + raised.size)
-        answer.foreach(a => if (!raised.exists(r => java.util.Arrays.equals(r.key.bytes, a.item))) best.offer(a))
-        raised.foreach(c => if (c.count > 0) offer(best, c, k))
-        answer = best.result
+        var i = 0
+        while (i < answer.length) {
+          if (!wasRaised(answer(i).item)) best.offer(answer(i))
+          i += 1
+        }
+        i = 0
+        while (i < raised.length) {
+          if (raised(i).count > 0) offer(best, raised(i), k)
+          i += 1
+        }
+        // An answer that did not change stays the same array, so callers may reuse what
+        // they made of it (a running frame's row answer, mostly).
+        val ranked = best.result
+        if (!OrderedTopK.sameAnswer(ranked, answer)) answer = ranked
       }
       raised.clear()
       answer
     }
 
   /** `c`'s answer into `best`, kept to the `k` first. */
+  private def wasRaised(item: Array[Byte]): Boolean = {
+    var i = 0
+    while (i < raised.length && !java.util.Arrays.equals(raised(i).key.bytes, item)) i += 1
+    i < raised.length
+  }
+
   private def offer(best: OrderedTopK.FirstK, c: OrderedTopK.Count, k: Int): Unit = {
     val low = c.count
     // Its estimate is at most low + (insideError + straddlingWidth) / 2: an item that cannot
@@ -941,6 +958,18 @@ object OrderedTopK {
    * any order. An item after the last of k full is passed over with one comparison; one
    * equal to a kept one is kept once.
    */
+  /** The same items with the same counts and bounds, in the same order. */
+  private[core] def sameAnswer(a: Array[ItemCount], b: Array[ItemCount]): Boolean = {
+    var same = a.length == b.length
+    var i = 0
+    while (same && i < a.length) {
+      same = a(i).estimate == b(i).estimate && a(i).lower == b(i).lower &&
+        a(i).upper == b(i).upper && java.util.Arrays.equals(a(i).item, b(i).item)
+      i += 1
+    }
+    same
+  }
+
   private[core] final class FirstK(k: Int, order: java.util.Comparator[ItemCount], most: Int) {
     private val tree = if (k > ArrayLimit) new java.util.TreeSet[ItemCount](order) else null
     private val array = if (tree == null) new Array[ItemCount](math.min(k, most)) else null

@@ -175,9 +175,16 @@ object TopKAggregate {
     StructField("upper", LongType, nullable = false))), containsNull = false)
 
   /** Answers as an array of (item, count, lower, upper), items made by `item`. */
-  def answer(top: Array[ItemCount], item: Array[Byte] => Any): GenericArrayData =
-    new GenericArrayData(top.map(c =>
-      new GenericInternalRow(Array[Any](item(c.item), c.estimate, c.lower, c.upper))))
+  def answer(top: Array[ItemCount], item: Array[Byte] => Any): GenericArrayData = {
+    val rows = new Array[Any](top.length)
+    var i = 0
+    while (i < top.length) {
+      val c = top(i)
+      rows(i) = new GenericInternalRow(Array[Any](item(c.item), c.estimate, c.lower, c.upper))
+      i += 1
+    }
+    new GenericArrayData(rows)
+  }
 
   /** Reads a top-k sketch from a column, naming the function in every error. */
   def read(bytes: Array[Byte], function: String): SlidingTopK =
@@ -254,8 +261,21 @@ case class ApproxWindowTopK(
 
   override def withOrderedInput: ApproxWindowTopK = copy(orderedInput = true)
 
-  override def eval(buffer: TopKWindow): Any =
-    TopKAggregate.answer(buffer.top(listed), ItemCodec.decode(_, itemType))
+  // A running frame's answer is often the last row's: the time-ordered counts then return
+  // the same array, and its answer is not made again. It is kept in Spark's unsafe form,
+  // which the window operator copies per row as bytes rather than struct by struct.
+  @transient private var lastTop: Array[ItemCount] = _
+  @transient private var lastAnswer: Any = _
+  @transient private lazy val unsafeAnswers = new UnsafeValues(dataType)
+
+  override def eval(buffer: TopKWindow): Any = {
+    val top = buffer.top(listed)
+    if (!(top eq lastTop)) {
+      lastAnswer = unsafeAnswers(TopKAggregate.answer(top, ItemCodec.decode(_, itemType)))
+      lastTop = top
+    }
+    lastAnswer
+  }
 
   override def nullable: Boolean = false
 
