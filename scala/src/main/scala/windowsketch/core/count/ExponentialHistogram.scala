@@ -177,10 +177,10 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
     clear()
     seenAny = hasTime
     nowTs = now
+    if (sizes.length > allocatedLevels) allocateLevels(sizes.length - 1, sizes.length) // once, as held
     var b = 0
     var level = 0
     while (level < sizes.length) {
-      ensureLevel(level)
       // Within a level, ring index 0 is the oldest; the input runs newest first.
       var i = sizes(level) - 1
       while (i >= 0) {
@@ -274,13 +274,17 @@ final class ExponentialHistogram(val window: Long, val eps: Double)
   /** A ring position below 2 * mergeAt brought into [0, mergeAt), without a division. */
   private def wrap(pos: Int): Int = if (pos >= mergeAt) pos - mergeAt else pos
 
-  private def ensureLevel(level: Int): Unit = if (level >= allocatedLevels) allocateLevels(level)
+  // Levels grow by doubling from one: a live key's histogram is made or read back every
+  // micro-batch, and most hold a few events (four levels up front were most of that cost).
+  private def ensureLevel(level: Int): Unit =
+    if (level >= allocatedLevels) allocateLevels(level, math.max(level + 1, 2 * level))
 
-  private def allocateLevels(level: Int): Unit = {
+  /** Room for levels up to `level`, allocating `wanted` levels (at most MaxLevels). */
+  private def allocateLevels(level: Int, wanted: Int): Unit = {
     if (level >= ExponentialHistogram.MaxLevels) {
       throw new IllegalStateException(s"more than 2^${ExponentialHistogram.MaxLevels} events")
     }
-    val levels = math.min(ExponentialHistogram.MaxLevels, math.max(4, 2 * (level + 1)))
+    val levels = math.min(ExponentialHistogram.MaxLevels, wanted)
     newestTs = java.util.Arrays.copyOf(newestTs, levels * mergeAt)
     oldestTs = java.util.Arrays.copyOf(oldestTs, levels * mergeAt)
     ringStart = java.util.Arrays.copyOf(ringStart, levels)
