@@ -661,13 +661,14 @@ final class OrderedTopK(val window: Long, val eps: Double) extends LiveTopKWindo
       answer
     }
 
-  /** `c`'s answer into `best`, kept to the `k` first. */
+  /** Whether `item`'s count rose since the last answer. */
   private def wasRaised(item: Array[Byte]): Boolean = {
     var i = 0
     while (i < raised.length && !java.util.Arrays.equals(raised(i).key.bytes, item)) i += 1
     i < raised.length
   }
 
+  /** `c`'s answer into `best`, kept to the `k` first. */
   private def offer(best: OrderedTopK.FirstK, c: OrderedTopK.Count, k: Int): Unit = {
     val low = c.count
     // Its estimate is at most low + (insideError + straddlingWidth) / 2: an item that cannot
@@ -951,13 +952,6 @@ final class OrderedTopK(val window: Long, val eps: Double) extends LiveTopKWindo
 }
 
 object OrderedTopK {
-  /**
-   * The `k` first items offered, in `order`. A small k keeps them in a sorted array (a live
-   * key's tick asks for a few of a dozen items, where a tree's nodes cost more than the
-   * answer); past [[ArrayLimit]] a tree, whose inserts stay O(log k) when ties arrive in
-   * any order. An item after the last of k full is passed over with one comparison; one
-   * equal to a kept one is kept once.
-   */
   /** The same items with the same counts and bounds, in the same order. */
   private[core] def sameAnswer(a: Array[ItemCount], b: Array[ItemCount]): Boolean = {
     var same = a.length == b.length
@@ -970,6 +964,13 @@ object OrderedTopK {
     same
   }
 
+  /**
+   * The `k` first items offered, in `order`. A small k keeps them in a sorted array (a live
+   * key's tick asks for a few of a dozen items, where a tree's nodes cost more than the
+   * answer); past [[ArrayLimit]] a tree, whose inserts stay O(log k) when ties arrive in
+   * any order. An item after the last of k full is passed over with one comparison; one
+   * equal to a kept one is kept once.
+   */
   private[core] final class FirstK(k: Int, order: java.util.Comparator[ItemCount], most: Int) {
     private val tree = if (k > ArrayLimit) new java.util.TreeSet[ItemCount](order) else null
     private val array = if (tree == null) new Array[ItemCount](math.min(k, most)) else null
