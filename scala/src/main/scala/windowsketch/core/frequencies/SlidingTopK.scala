@@ -103,13 +103,7 @@ object ItemCounts {
     runs.foreach(p => error = Math.addExact(error, p.error))
     // Each part's items are sorted and distinct (every summary's invariant, checked where
     // one is read): merge them in pairs, a balanced tree of linear merges, in place.
-    var n = runs.length
-    while (n > 1) {
-      var i = 0
-      while (i < n) { runs(i / 2) = if (i + 1 < n) merged(runs(i), runs(i + 1)) else runs(i); i += 2 }
-      n = (n + 1) / 2
-    }
-    val all = if (n == 0) Empty else runs(0)
+    val all = if (runs.isEmpty) Empty else MergeTree.merge(runs, merged)
     prune(all.items, all.counts, error, capacity)
   }
 

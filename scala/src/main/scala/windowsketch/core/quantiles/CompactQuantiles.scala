@@ -944,13 +944,8 @@ private[core] object HeldValues {
       runs(h) = combined(values, weights, values.length)
       h += 1
     }
-    var n = levels
-    while (n > 1) {
-      var i = 0
-      while (i < n) { runs(i / 2) = if (i + 1 < n) mergeRuns(runs(i), runs(i + 1)) else runs(i); i += 2 }
-      n = (n + 1) / 2
-    }
-    new WeightedValues(runs(0)._1, runs(0)._2)
+    val (values, weights) = MergeTree.merge(runs, mergeRuns)
+    new WeightedValues(values, weights)
   }
 
   /** Sorted values with weights, equal neighbours combined. */
