@@ -20,6 +20,7 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     for section in ("Core throughput", "Running windows", "Moving sums in running frames",
                     "Distinct values in running windows",
                     "Distinct values, GROUP BY", "Distinct-count sketch size", "GROUP BY",
+                    "GROUP BY, every family against Spark's nearest aggregate",
                     "p99 in running windows", "Percentiles in GROUP BY",
                     "Percentile sketch size (compact mode) against the values in its window",
                     "Standard deviation in running windows", "Standard deviations in GROUP BY",
@@ -39,12 +40,17 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["section"] for r in rows} == {
-        "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby", "state",
+        "core", "window", "sums", "distinct", "distinct groupby", "distinct state", "groupby",
+        "groupby families", "state",
         "percentiles", "percentile state", "moments", "top k", "samples", "filters",
         "deduplication", "memory per group",
         "bounded frames", "big window",
         "accuracy", "streaming", "live", "sketch columns", "stored", "scaling"}
     assert [r for r in rows if not float(r["value"]) >= 0] == []
+    # Every family's GROUP BY beside Spark's nearest aggregate (quick: 10^4 keys).
+    ratios = {r["case"] for r in rows if r["measure"] == "ours / spark"}
+    assert ratios == {f"10000 keys {family}" for family in
+                      ("count", "sum", "distinct", "percentile", "moments", "top_k", "sample")}
     # De-duplication: no id delivered twice by either query.
     assert [r["value"] for r in rows if r["measure"] == "ids delivered twice"] == ["0", "0"]
     # The moments' error at mean 10^9 within eps / 2; the prefix difference's far from it.
