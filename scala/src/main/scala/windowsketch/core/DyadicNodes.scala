@@ -94,55 +94,9 @@ private[core] object DyadicNodes {
 
 /** Pre-order of dyadic nodes, (lo ascending, level descending): sorting and searching. */
 private[core] object NodeOrder {
-  /**
-   * The indices of the n nodes in pre-order, by a stable merge sort over the ascending runs
-   * the nodes come in: merged sketches bring their nodes sorted.
-   */
-  def sorted(levels: Array[Int], los: Array[Long], n: Int): Array[Int] = {
-    if (n < 2) return Array.range(0, n)
-    // Run r is [starts(r), starts(r + 1)); starts(runs) = n.
-    val starts = new Array[Int](n + 1)
-    var runs = 0
-    var i = 1
-    while (i < n) {
-      if (before(levels(i), los(i), levels(i - 1), los(i - 1))) { runs += 1; starts(runs) = i }
-      i += 1
-    }
-    runs += 1
-    starts(runs) = n
-    var src = new Array[Int](n)
-    i = 0
-    while (i < n) { src(i) = i; i += 1 }
-    var dst = new Array[Int](n)
-    while (runs > 1) {
-      var merged = 0
-      var r = 0
-      while (r < runs) {
-        val lo = starts(r)
-        val mid = starts(math.min(r + 1, runs))
-        val hi = starts(math.min(r + 2, runs))
-        var a = lo
-        var b = mid
-        var k = lo
-        while (k < hi) {
-          if (b >= hi ||
-              (a < mid && !before(levels(src(b)), los(src(b)), levels(src(a)), los(src(a))))) {
-            dst(k) = src(a); a += 1
-          } else {
-            dst(k) = src(b); b += 1
-          }
-          k += 1
-        }
-        starts(merged) = lo
-        merged += 1
-        r += 2
-      }
-      starts(merged) = n
-      runs = merged
-      val t = src; src = dst; dst = t
-    }
-    src
-  }
+  /** The indices of the n nodes in pre-order ([[MergeTree.sortedIndices]]). */
+  def sorted(levels: Array[Int], los: Array[Long], n: Int): Array[Int] =
+    MergeTree.sortedIndices(n, (x, y) => before(levels(x), los(x), levels(y), los(y)))
 
   /** The first index in [from, to) whose lo is greater than `ts` (binary search). */
   def firstAfter(los: Array[Long], ts: Long, from: Int, to: Int): Int = {

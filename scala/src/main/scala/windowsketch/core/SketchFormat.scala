@@ -2,7 +2,7 @@ package windowsketch.core
 
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, WindowCountSketch}
 import windowsketch.core.filter.SlidingFilter
-import windowsketch.core.frequencies.{ItemCounts, OrderedTopK, SlidingTopK, TopKNode}
+import windowsketch.core.frequencies.{ItemCounts, ItemDictionary, OrderedTopK, SlidingTopK, TopKNode}
 import windowsketch.core.hll.{DistinctPairs, SlidingHyperLogLog}
 import windowsketch.core.moments.{MomentNodes, SlidingMoments}
 import windowsketch.core.quantiles.{CompactQuantiles, QuantileNode, QuantileSummary,
@@ -609,20 +609,20 @@ object SketchFormat {
     val out = header(KindTopKDictionary, s.window, s.eps, s.hasTime, s.microsecondTime, s.now, 8 * s.nodeCount)
     out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
     writeBytes(out, s.itemType.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-    writeTopKNodes(out, s.now, nodes, dictionaryOf(nodes.map(_.summary), out))
+    writeTopKNodes(out, s.now, nodes, dictionaryOf(nodes.map(_.summary), out), 0)
     finish(out)
   }
 
   /**
    * The summaries' distinct items, ascending ([[ItemCounts.compare]]), written as a varint
-   * count and each item's varint length and bytes; returned for [[writeItemCounts]]'s
-   * lookups.
+   * count and each item's varint length and bytes; returned, with each summary item's
+   * index, for [[writeItemCounts]].
    */
-  private[core] def dictionaryOf(summaries: Seq[ItemCounts], out: ByteWriter): Array[Array[Byte]] = {
-    val sorted = ItemCounts.distinctItems(summaries)
-    out.varint(sorted.length)
-    sorted.foreach(writeBytes(out, _))
-    sorted
+  private[core] def dictionaryOf(summaries: Seq[ItemCounts], out: ByteWriter): ItemDictionary = {
+    val dictionary = ItemDictionary.of(summaries)
+    out.varint(dictionary.items.length)
+    dictionary.items.foreach(writeBytes(out, _))
+    dictionary
   }
 
   /** Reads [[dictionaryOf]]'s items: strictly ascending, so each item once. */
@@ -642,42 +642,40 @@ object SketchFormat {
   }
 
   /**
-   * Top-k nodes as kind 6 holds them: a varint count, then each node's level, its lo (a
+   * Top-k nodes as kind 9 holds them: a varint count, then each node's level, its lo (a
    * step back from `now` for the first, forward from the previous one after), its row
-   * count, its summary's error and items. An item is its bytes (kind 6), or with a
-   * `dictionary` (kind 9) its index there as a step from the node's previous item's
-   * (the first's from -1), less one; then its count.
+   * count, its summary's error and items: each item its index in the `dictionary` as a
+   * step from the node's previous item's (the first's from -1), less one; then its count.
+   * (Kind 6, read still, wrote each item's bytes in place of its index.) The nodes'
+   * summaries are the dictionary's from its `first`-th on.
    */
   private def writeTopKNodes(out: ByteWriter, now: Long, nodes: Seq[TopKNode],
-      dictionary: Array[Array[Byte]]): Unit = {
+      dictionary: ItemDictionary, first: Int): Unit = {
     out.varint(nodes.size)
     var previous = 0L
-    var first = true
+    var summary = first
     nodes.foreach { node =>
       out.byte(node.level)
-      out.varint(if (first) now - node.lo else node.lo - previous)
+      out.varint(if (summary == first) now - node.lo else node.lo - previous)
       out.varint(node.total)
-      writeItemCounts(out, node.summary, dictionary)
+      writeItemCounts(out, node.summary, dictionary, summary)
       previous = node.lo
-      first = false
+      summary += 1
     }
   }
 
-  private[core] def writeItemCounts(out: ByteWriter, s: ItemCounts, dictionary: Array[Array[Byte]]): Unit = {
+  /** `s`, the `summary`-th of `dictionary`'s summaries: its error, size and items as index steps. */
+  private[core] def writeItemCounts(out: ByteWriter, s: ItemCounts, dictionary: ItemDictionary,
+      summary: Int): Unit = {
     out.varint(s.error)
     out.varint(s.size)
     var index = -1
     var i = 0
     while (i < s.size) {
-      if (dictionary == null) writeBytes(out, s.items(i))
-      else {
-        // Sorted items: each one's index lies past the one before it.
-        val next = java.util.Arrays.binarySearch(dictionary, index + 1, dictionary.length, s.items(i),
-          ItemCounts.ByteOrder)
-        if (next < 0) throw new IllegalStateException("an item is missing from the dictionary")
-        out.varint(next - index - 1)
-        index = next
-      }
+      // Sorted items: each one's index lies past the one before it.
+      val next = dictionary.indexOf(summary, i)
+      out.varint(next - index - 1)
+      index = next
       out.varint(s.counts(i))
       i += 1
     }
@@ -916,11 +914,12 @@ object SketchFormat {
     out.long(s.now)
     out.long(java.lang.Double.doubleToLongBits(s.checkParameter))
     val open = new ItemCounts(items, counts, openError)
-    val dictionary = dictionaryOf((s.compressedTopKNodes ++ s.pendingTopKNodes).map(_.summary) :+ open, out)
-    writeTopKNodes(out, s.now, s.compressedTopKNodes, dictionary)
-    writeTopKNodes(out, s.now, s.pendingTopKNodes, dictionary)
+    val (compressed, pending) = (s.compressedTopKNodes, s.pendingTopKNodes)
+    val dictionary = dictionaryOf((compressed ++ pending).map(_.summary) :+ open, out)
+    writeTopKNodes(out, s.now, compressed, dictionary, 0)
+    writeTopKNodes(out, s.now, pending, dictionary, compressed.size)
     out.varint(openRows)
-    if (openRows > 0) writeItemCounts(out, open, dictionary)
+    if (openRows > 0) writeItemCounts(out, open, dictionary, compressed.size + pending.size)
   }
 
   /**

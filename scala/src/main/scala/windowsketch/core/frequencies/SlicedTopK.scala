@@ -175,11 +175,14 @@ final class SlicedTopK(val slices: TickSlices, val eps: Double) extends LiveTopK
     val dictionary = SketchFormat.dictionaryOf(held.map(_.summary).toSeq, out)
     out.varint(held.size)
     var previous = slices.of(nowTs)
-    held.reverseIterator.foreach { s =>
+    var i = held.size - 1
+    while (i >= 0) {
+      val s = held(i)
       out.varint(previous - s.index)
       previous = s.index
       out.varint(s.rows)
-      SketchFormat.writeItemCounts(out, s.summary, dictionary)
+      SketchFormat.writeItemCounts(out, s.summary, dictionary, i)
+      i -= 1
     }
   }
 }

@@ -72,9 +72,6 @@ object ItemCounts {
 
   /** [[compare]] as a comparator: the order summaries and dictionaries keep items in. */
   private[core] val ByteOrder: java.util.Comparator[Array[Byte]] = (a, b) => compare(a, b)
-  /** [[ByteOrder]], an array against itself equal without reading its bytes (interned items). */
-  private val SameOrByteOrder: java.util.Comparator[Array[Byte]] =
-    (a, b) => if (a eq b) 0 else compare(a, b)
   private val SignedOrder: java.util.Comparator[Array[Byte]] = (a, b) => compareSigned(a, b)
 
   /** Minimal two's-complement big-endian integers by value: sign, then length, then bytes. */
@@ -105,31 +102,6 @@ object ItemCounts {
     // one is read): merge them in pairs, a balanced tree of linear merges, in place.
     val all = if (runs.isEmpty) Empty else MergeTree.merge(runs, merged)
     prune(all.items, all.counts, error, capacity)
-  }
-
-  /**
-   * The summaries' distinct items, ascending by [[compare]]. Each summary's items are a
-   * sorted run, so the sort (TimSort) merges runs; a sketch's summaries share its interned
-   * arrays, which compare equal without reading their bytes. No counts are added, so a
-   * sketch's dictionary costs one array, not a tree of merged summaries.
-   */
-  def distinctItems(parts: Seq[ItemCounts]): Array[Array[Byte]] = {
-    var total = 0
-    parts.foreach(p => total += p.size)
-    val all = new Array[Array[Byte]](total)
-    var n = 0
-    parts.foreach { p => System.arraycopy(p.items, 0, all, n, p.size); n += p.size }
-    java.util.Arrays.sort(all, SameOrByteOrder)
-    var distinct = 0
-    var i = 0
-    while (i < total) {
-      if (distinct == 0 || SameOrByteOrder.compare(all(distinct - 1), all(i)) != 0) {
-        all(distinct) = all(i)
-        distinct += 1
-      }
-      i += 1
-    }
-    java.util.Arrays.copyOf(all, distinct)
   }
 
   /** The sorted union of two summaries' sorted items, equal items' counts added (error 0). */
@@ -198,6 +170,46 @@ object ItemCounts {
       }
       new ItemCounts(java.util.Arrays.copyOf(keptItems, n), java.util.Arrays.copyOf(keptCounts, n), error + cut)
     }
+}
+
+/**
+ * The distinct items of some summaries, ascending by [[ItemCounts.compare]], with each
+ * summary item's index among them: a sketch's dictionary and what its summaries write in
+ * place of their items. One merge of the summaries' sorted runs finds both, so no item is
+ * searched for; a sketch's summaries share its interned arrays, which compare equal
+ * without reading their bytes.
+ */
+final class ItemDictionary private (val items: Array[Array[Byte]], indexes: Array[Int],
+    offsets: Array[Int]) {
+  /** The index in [[items]] of item `i` of the `summary`-th summary given to [[ItemDictionary.of]]. */
+  def indexOf(summary: Int, i: Int): Int = indexes(offsets(summary) + i)
+}
+
+object ItemDictionary {
+  def of(summaries: Seq[ItemCounts]): ItemDictionary = {
+    val parts = summaries.toArray
+    val offsets = new Array[Int](parts.length + 1)
+    var s = 0
+    while (s < parts.length) { offsets(s + 1) = offsets(s) + parts(s).size; s += 1 }
+    val total = offsets(parts.length)
+    val all = new Array[Array[Byte]](total)
+    s = 0
+    while (s < parts.length) { System.arraycopy(parts(s).items, 0, all, offsets(s), parts(s).size); s += 1 }
+    val order = MergeTree.sortedIndices(total, (x, y) => less(all(x), all(y)))
+    val distinct = new Array[Array[Byte]](total)
+    val indexes = new Array[Int](total)
+    var n = 0
+    var k = 0
+    while (k < total) {
+      val item = all(order(k))
+      if (n == 0 || less(distinct(n - 1), item)) { distinct(n) = item; n += 1 }
+      indexes(order(k)) = n - 1
+      k += 1
+    }
+    new ItemDictionary(java.util.Arrays.copyOf(distinct, n), indexes, offsets)
+  }
+
+  private def less(a: Array[Byte], b: Array[Byte]): Boolean = (a ne b) && ItemCounts.compare(a, b) < 0
 }
 
 /**
