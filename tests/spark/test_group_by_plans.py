@@ -71,6 +71,7 @@ def test_sketch_aggregates_run_on_the_heap_sized_operator_and_never_sort(spark, 
     for node in nodes:
         if node.nodeName() == "SketchHashAggregate":
             assert node.metrics().get("numTasksFallBacked").get().value() == 0
+            assert node.metrics().get("numKeysSorted").get().value() == 0
 
 
 @pytest.mark.parametrize("query", [
@@ -184,7 +185,10 @@ def test_past_the_tables_keys_every_key_answers_its_exact_count(spark):
     window = 20000
     query = f"SELECT k, approx_window_count(v, ts, {window}) FROM capped_keys GROUP BY k"
     plan = spark.sql(query)
-    assert partial_node(final_plan(plan), n_keys).metrics().get("numTasksFallBacked").get().value() == 2
+    metrics = partial_node(final_plan(plan), n_keys).metrics()
+    assert metrics.get("numTasksFallBacked").get().value() == 2
+    # Each task holds every key; the first `cap` stay on its table, the rest sort.
+    assert metrics.get("numKeysSorted").get().value() == 2 * (n_keys - cap)
     ours = dict(plan.collect())
     exact = dict(spark.sql(f"""
         SELECT c.k, count_if(v AND ts > now - {window}) FROM capped_keys c

@@ -25,7 +25,7 @@ import org.apache.spark.unsafe.Platform
  * `byteBudget` (each buffer's [[BoundedBufferAggregate.heldBytes]], read after its row), or
  * a [[CompactBufferAggregate]]'s buffer is no longer compact (its bytes are counted at the
  * compact bound), every row after goes to `rest`. The table's partial results are emitted
- * once `rest` has read the input. Partial
+ * once `rest` has read the input; `keysSorted` counts the keys `rest` emits. Partial
  * aggregation allows a key's partial results to come out in several rows: the final side
  * merges them into what one sketch of all its rows would hold.
  */
@@ -40,7 +40,8 @@ private[windowsketch] final class PartialSketchAggregation(
     byteBudget: Long,
     rest: Iterator[InternalRow] => Iterator[InternalRow],
     numOutputRows: SQLMetric,
-    aggTime: SQLMetric) extends Iterator[InternalRow] {
+    aggTime: SQLMetric,
+    keysSorted: SQLMetric) extends Iterator[InternalRow] {
   import PartialSketchAggregation._
 
   private val width = functions.length
@@ -76,7 +77,10 @@ private[windowsketch] final class PartialSketchAggregation(
 
   override def next(): InternalRow = {
     if (!hasNext) throw new NoSuchElementException("no more groups")
-    if (emitting >= capacity) return tail.next()
+    if (emitting >= capacity) {
+      keysSorted += 1 // a key of `rest`'s, which emits each of its keys once
+      return tail.next()
+    }
     val base = emitting * width
     var i = 0
     while (i < width) {

@@ -75,7 +75,8 @@ case class SketchHashAggregateExec(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"),
     "aggTime" -> SQLMetrics.createTimingMetric(sparkContext, "time in aggregation build"),
     "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "spill size"),
-    "numTasksFallBacked" -> SQLMetrics.createMetric(sparkContext, "number of sort fallback tasks"))
+    "numTasksFallBacked" -> SQLMetrics.createMetric(sparkContext, "number of sort fallback tasks"),
+    "numKeysSorted" -> SQLMetrics.createMetric(sparkContext, "number of keys sorted past the table"))
 
   /** Whether the map side runs on our own table: grouped, partial, no FILTER or DISTINCT. */
   private def onOwnTable: Boolean = groupingExpressions.nonEmpty &&
@@ -141,7 +142,7 @@ case class SketchHashAggregateExec(
     } else 0
     new PartialSketchAggregation(rows, groupingKey, keyTypes.length, fixedKeyBytes, functions, result,
       SketchHashAggregateExec.MaxTableKeys, budget, rest,
-      longMetric("numOutputRows"), longMetric("aggTime"))
+      longMetric("numOutputRows"), longMetric("aggTime"), longMetric("numKeysSorted"))
   }
 
   override def simpleString(maxFields: Int): String =
