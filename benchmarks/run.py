@@ -1249,7 +1249,8 @@ def group_by_families(spark, sizes, report):
     """Every family's GROUP BY against the Spark aggregate nearest to it, at 10^4, 2*10^4
     (past our table's 16,384 keys a task), 10^5 and 10^6 keys over the same cached rows
     (1,000 down to 10 rows a key), the window covering every row so that both sides
-    aggregate the same rows; with the map tasks that went past their hash table to a sort."""
+    aggregate the same rows; with the map tasks that went past their hash table to a sort
+    and the keys those sorts aggregated."""
     lines = []
     for keys in sorted({10_000, max(10_000, sizes.group_keys // 50),
                         max(10_000, sizes.group_keys // 10), sizes.group_keys}):
