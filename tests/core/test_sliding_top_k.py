@@ -317,3 +317,84 @@ def test_damaged_bytes_with_valid_checksums_are_refused_or_stay_certified(sketch
                             1)[0]
         assert all(lower <= estimate <= upper for _, estimate, lower, upper in listed)
     assert refused > 0 and kept
+
+
+def leveled_per_row(sketches, window, eps, ts, items, present, k=K):
+    """LeveledTopK's answers per row, each row's mode (1 exact, 2 bounded), and the most
+    levels and the most counters and records it held on any row."""
+    packed = bytes(sketches.replay.leveledTopKPerRow(window, float(eps), k, _longs(ts), _longs(items),
+                                                      _flags(present)))
+    levels, held = np.frombuffer(packed[-16:], dtype=">i8")
+    modes: list[int] = []
+    return answers(packed[:-16], len(ts), k=k, modes=modes), modes, int(levels), int(held)
+
+
+def sliding_counts(ts, items, present, window):
+    """The exact item counts of each row's window (rows in time order), kept incrementally."""
+    counts: collections.Counter = collections.Counter()
+    start = 0
+    for i in range(len(ts)):
+        if present[i]:
+            counts[int(items[i])] += 1
+        while ts[start] <= ts[i] - window:
+            if present[start]:
+                counts[int(items[start])] -= 1
+                if counts[int(items[start])] == 0:
+                    del counts[int(items[start])]
+            start += 1
+        yield counts
+
+
+def cover_records(eps: float) -> int:
+    """LeveledTopK.coverRecords: with m = ceil(2 / eps) - 1, ceil(12 / eps · (m + 2) / (m + 1)) + m + 2."""
+    m = -(-2 // eps) - 1 if (2 / eps).is_integer() else int(np.ceil(2 / eps)) - 1
+    return int(np.ceil(12 / eps * (m + 2) / (m + 1))) + int(m) + 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("window,eps", [(300, 0.3), (3000, 0.3), (10**9, 0.3), (3000, 0.1), (10**9, 0.05)])
+def test_leveled_counts_every_row_in_time_order(sketches, kind, window, eps):
+    """The running frames' leveled counts on every row of 6,000: each listed count within
+    bounds at most eps·n apart, every item above eps·n listed, exact whenever the window
+    holds fewer than coverRecords rows; levels and what they hold stay within
+    log2(rows) + 2 levels of queueCapacity records and capacity counters each."""
+    rng = np.random.default_rng(stable_seed("leveled-top-k", kind, window, eps))
+    n = 6000
+    ts, items, present = stream(rng, kind, n)
+    out, modes, levels, held = leveled_per_row(sketches, window, eps, ts, items, present)
+    cover = cover_records(eps)
+    straddled = bounded = 0
+    for i, ((listed, effective), counts) in enumerate(zip(out, sliding_counts(ts, items, present, window))):
+        rows = sum(counts.values())
+        if rows < cover:
+            assert modes[i] == 1, (kind, i, rows)
+        bounded += modes[i] == 2
+        check_window(listed, effective, counts, (kind, i), exact=modes[i] == 1, tie=raw_bytes)
+        straddled += any(lower < upper for _, _, lower, upper in listed)
+    assert levels <= np.log2(n) + 2, levels
+    queue = cover + cover // 8 + 1
+    assert held <= levels * (queue + int(np.ceil(2 / eps))), held
+    if window > 300:
+        assert bounded > n // 3, bounded
+        if kind != "distinct":  # items of one row each: none is certainly counted once bounded
+            assert straddled > n // 10, straddled
+    # Levels of g past n / queue hold fewer records than a full queue: about n / g + m.
+    m = int(np.ceil(2 / eps)) - 1
+    assert held <= (np.log2(n / queue) + 3) * queue + levels * (2 * m + 2), (held, levels, queue)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_leveled_answer_for_k_heads_a_longer_one(sketches, k):
+    """The leveled counts' answer for k, kept from row to row, is the first k of the answer
+    for 100 on every row: an item in blocks of 30 rows a hundred, five others sharing the rest."""
+    window, eps = 2000, 0.3
+    position = np.arange(6000)
+    items = np.where(position % 100 < 30, 1, 2 + position % 5)
+    present = np.ones(len(position), dtype=bool)
+    short, modes, _, _ = leveled_per_row(sketches, window, eps, position, items, present, k=k)
+    longer, _, _, _ = leveled_per_row(sketches, window, eps, position, items, present, k=100)
+    for i, ((listed, effective), (full, _), counts) in enumerate(
+            zip(short, longer, sliding_counts(position, items, present, window))):
+        assert listed == full[:k], i
+        check_window(listed, effective, counts, i, k=k, exact=modes[i] == 1, tie=raw_bytes)
+    assert modes[-1] == 2

@@ -5,7 +5,7 @@ import java.nio.ByteBuffer
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram,
   WindowCountSketch}
 import windowsketch.core.filter.{DeduplicationState, SlidingFilter}
-import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlicedTopK, SlidingTopK}
+import windowsketch.core.frequencies.{ItemCount, LeveledTopK, OrderedTopK, SlicedTopK, SlidingTopK}
 import windowsketch.core.hll.SlidingHyperLogLog
 import windowsketch.core.moments.{MomentsWindow, OrderedMoments, SlicedMoments, SlidingMoments, WindowMoments}
 import windowsketch.core.quantiles.{CompactAnswer, CompactQuantiles, SlicedQuantiles, SlidingQuantiles}
@@ -807,6 +807,37 @@ object Replay {
         else { sketch.compress(); if (sketch.checkInvariant().isEmpty) 1L else 0L })
       i += 1
     }
+    out.array()
+  }
+
+  /**
+   * The running frames' leveled counts ([[LeveledTopK]]) over rows in time order, as
+   * [[topKPerRow]] lays them out (per row the listed items, eps's bits, then 1 if the
+   * answer was exact and 2 if not), then the most levels and the most counters and records
+   * held on any row.
+   */
+  def leveledTopKPerRow(window: Long, eps: Double, k: Int, timestamps: Array[Byte],
+      items: Array[Byte], present: Array[Byte]): Array[Byte] = {
+    val s = new LeveledTopK(window, eps)
+    val t = ByteBuffer.wrap(timestamps)
+    val v = ByteBuffer.wrap(items)
+    val out = ByteBuffer.allocate(present.length * 8 * (3 + 4 * k) + 16)
+    var levels = 0L
+    var held = 0L
+    var i = 0
+    while (i < present.length) {
+      val ts = t.getLong()
+      val item = itemBytes(v.getLong())
+      if (present(i) != 0) s.add(ts, item) else s.advanceTo(ts)
+      putTop(out, s.top(k), k)
+      out.putLong(java.lang.Double.doubleToLongBits(eps))
+      out.putLong(if (s.isExact) 1L else 2L)
+      levels = math.max(levels, s.levelCount.toLong)
+      held = math.max(held, s.heldEntries)
+      i += 1
+    }
+    out.putLong(levels)
+    out.putLong(held)
     out.array()
   }
 

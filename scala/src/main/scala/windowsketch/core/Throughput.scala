@@ -3,7 +3,7 @@ package windowsketch.core
 import java.util.SplittableRandom
 
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram}
-import windowsketch.core.frequencies.{OrderedTopK, SlidingTopK}
+import windowsketch.core.frequencies.{LeveledTopK, SlidingTopK}
 import windowsketch.core.hll.SlidingHyperLogLog
 import windowsketch.core.moments.{OrderedMoments, SlidingMoments}
 import windowsketch.core.quantiles.{CompactQuantiles, SlidingQuantiles}
@@ -153,27 +153,6 @@ object Throughput {
     n / seconds
   }
 
-  /**
-   * Rows per second of the top values' counts in time order, as a running frame reads them:
-   * add an item of a skewed stream over `distinct` items at the next position, then the top
-   * `k`.
-   */
-  def orderedTopKRowsPerSecond(window: Long, eps: Double, k: Int, distinct: Int, n: Int,
-      rounds: Int): Double = {
-    val rng = new SplittableRandom(9)
-    val items = skewedItems(n, distinct, rng)
-    var sink = 0L
-    val seconds = best(rounds) {
-      timed {
-        val s = new OrderedTopK(window, eps)
-        var i = 0
-        while (i < n) { s.add(i.toLong, items(i)); sink += s.top(k).length; i += 1 }
-      }
-    }
-    if (sink == Long.MinValue) throw new IllegalStateException()
-    n / seconds
-  }
-
   /** Items of a skewed stream over `distinct` values, 8 bytes each (distinct · u^3, u uniform). */
   private def skewedItems(count: Int, distinct: Int, rng: SplittableRandom): Array[Array[Byte]] =
     Array.fill(count) {
@@ -192,7 +171,8 @@ object Throughput {
   /**
    * Heap bytes one group's structure of `family` keeps alive after `rows` values at
    * positions 0, 1, 2, ... in one window of `window` positions: in time order the running
-   * frames' and live keys' structure, else the mergeable sketch fed the same rows shuffled
+   * frames' structure (for top values [[LeveledTopK]]; live keys slice their windows), else
+   * the mergeable sketch fed the same rows shuffled
    * (GROUP BY, sketch columns). The collector's used heap with `copies` held, less without,
    * per copy. Values: uniform doubles, random hashes, counts and sums of 1 to 100, items
    * of a skewed stream over 10^4 values.
@@ -255,7 +235,7 @@ object Throughput {
           while (i < rows) { s.add(ts(i), rng.nextDouble()); i += 1 }
           s
         case "top_k" =>
-          val s = if (ordered) new OrderedTopK(window, eps) else new SlidingTopK(window, eps)
+          val s = if (ordered) new LeveledTopK(window, eps) else new SlidingTopK(window, eps)
           while (i < rows) { s.add(ts(i), items(i % items.length)); i += 1 }
           s.top(5)
           s

@@ -16,7 +16,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import windowsketch.core.{CorruptSketchException, SketchFormat}
 import windowsketch.core.count.OutOfOrderEventException
-import windowsketch.core.frequencies.{ItemCount, OrderedTopK, SlidingTopK, TopKWindow}
+import windowsketch.core.frequencies.{ItemCount, LeveledTopK, SlidingTopK, TopKWindow}
 
 /**
  * Items as the top-k sketches hold them: a value of a supported type as canonical bytes
@@ -119,7 +119,7 @@ abstract class TopKAggregate extends TypedImperativeAggregate[TopKWindow] with O
 
   override def createAggregationBuffer(): TopKWindow = {
     val sketch: TopKWindow =
-      if (orderedInput) new OrderedTopK(windowLength, epsilon) else new SlidingTopK(windowLength, epsilon)
+      if (orderedInput) new LeveledTopK(windowLength, epsilon) else new SlidingTopK(windowLength, epsilon)
     sketch.itemType = itemType.catalogString
     sketch.microsecondTime = WindowArguments.isTemporal(tsType)
     sketch
