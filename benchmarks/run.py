@@ -937,8 +937,8 @@ def memory_per_group(spark, sizes, report):
         "rsd 0.05), uniform values, items of a skewed stream over 10^4 values (8 bytes each). "
         "Each figure is the collector's used heap, in a JVM of its own, with copies of the "
         "structure held, less without, per copy (Throughput.heldHeapBytes). Percentiles are exact up to 4,096 "
-        "values (16,384 in time order, a running frame's limit), top values up to 512 rows "
-        "in time order, then bounded; the other families hold their sketches "
+        "values (16,384 in time order, a running frame's limit), top values in time order "
+        "below 1,407 rows, then bounded; the other families hold their sketches "
         "from the first row.")
     live_lines = []
     for family in MEMORY_FAMILIES:
@@ -972,7 +972,7 @@ def bounded_frames(spark, sizes, report):
     over = "OVER (PARTITION BY k ORDER BY ts)"
     queries = {
         "approx_window_percentile p99, compact mode": f"approx_window_percentile(ms, ts, 10000000000, 0.99) {over}",
-        "approx_window_top_k top 5, bounded counts": f"approx_window_top_k(url, ts, 10000000000, 5) {over}",
+        "approx_window_top_k top 5, leveled counts": f"approx_window_top_k(url, ts, 10000000000, 5) {over}",
         "running count, the floor": "count(ms) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING)",
     }
     ns = {name: measured(spark, spark.sql(f"SELECT {q} AS a FROM bounded_rows")).seconds / n * 1e9
@@ -985,8 +985,8 @@ def bounded_frames(spark, sizes, report):
         ["query", "ns/row", "÷ running count"],
         [(name, f"{value:,.0f}", f"{value / floor:.2f}") for name, value in ns.items()],
         "Each key's window holds all its rows (window 10^10 positions), past the exact limits "
-        "(16,384 values, 512 rows at eps 0.01): the percentiles' compact mode answers from its "
-        "view (a Fenwick tree over the summary's values), the top values from the bounded "
+        "(16,384 values; 1,407 rows at eps 0.01): the percentiles' compact mode answers from its "
+        "view (a Fenwick tree over the summary's values), the top values from the leveled "
         "counts. About 1,000 paths, Zipf-like; values uniform on [0, 1000).")
 
 

@@ -2,13 +2,12 @@
 output: each row's frame (or each group's rows) comes from Spark's own collect_list over the
 same frame, the window is cut from it in Python and counted, and every answer must list
 counts inside their certified bounds, at most eps * n apart, every item of more than
-eps * n rows unless k items rank ahead of it, in running (exact until the window passes
-the exact limit, bounded after), sliding,
+eps * n rows unless k items rank ahead of it, in running (exact while the window holds
+fewer than coverRecords rows, bounded otherwise), sliding,
 whole-partition and descending frames and in GROUP BY over shuffled partitions; then
 stored sketches merged in any shape, types, NULLs and errors."""
 from __future__ import annotations
 
-import bisect
 import collections
 import datetime
 import decimal
@@ -25,6 +24,7 @@ from conftest import error_condition, parameter_index, stable_seed
 from golden_sketches import GOLDEN, golden_rows, golden_top_k_items
 from test_percentiles import FRAMES
 from top_k_reference import check_window
+from windowsketch import _scala_object
 from windowsketch.functions import (approx_window_top_k, window_top_k_sketch,
                                     window_top_k_sketch_estimate, window_top_k_sketch_merge)
 from windowsketch.sketch import TopKSketch
@@ -32,6 +32,7 @@ from windowsketch.sketch import TopKSketch
 EPS = 0.3
 K = 4
 WINDOW = 3000
+COVER_RECORDS = 54  # LeveledTopK.coverRecords(0.3), checked below
 
 
 def rows(rng, kind, n):
@@ -85,11 +86,11 @@ def test_every_row_within_the_bounds_in_every_frame(spark, kind, frame):
         FROM top_rows""").collect()
     wide = exact_rows = 0
     for r in got:
-        # The time-ordered counts of a running frame are exact until a window first holds
-        # more than their exact limit (16 rows at eps 0.3), bounded by eps after.
-        exact = frame.startswith("running") and most_in_any_window(r.frame, WINDOW) <= 16
-        check_window(listed(r.top), EPS, counts_of(r.frame, WINDOW), (kind, frame), k=K,
-                     exact=exact, tie=utf8)
+        # A running frame's leveled counts are exact whenever the window holds fewer than
+        # coverRecords rows (54 at eps 0.3), bounded by eps otherwise.
+        counts = counts_of(r.frame, WINDOW)
+        exact = frame.startswith("running") and sum(counts.values()) < COVER_RECORDS
+        check_window(listed(r.top), EPS, counts, (kind, frame), k=K, exact=exact, tie=utf8)
         wide += any(item[2] < item[3] for item in listed(r.top))
         exact_rows += exact
     assert len(got) == 900
@@ -97,14 +98,7 @@ def test_every_row_within_the_bounds_in_every_frame(spark, kind, frame):
         assert wide > 0  # the sketch's bounds are at work
     if frame.startswith("running"):
         assert exact_rows > 0 and (wide > 0 or kind == "distinct"), (exact_rows, wide)
-
-
-def most_in_any_window(frame, window):
-    """The most rows with an item of any window ending at a time of the frame: past the
-    exact limit the time-ordered counts turn bounded for good."""
-    times = sorted(r["ts"] for r in frame if r["ts"] is not None and r["x"] is not None)
-    return max((bisect.bisect_right(times, t) - bisect.bisect_right(times, t - window)
-                for t in times), default=0)
+        assert _scala_object(spark, "windowsketch.core.frequencies.LeveledTopK").coverRecords(EPS) == COVER_RECORDS
 
 
 @pytest.mark.parametrize("kind", KINDS)
