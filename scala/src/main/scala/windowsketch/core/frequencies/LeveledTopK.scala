@@ -321,7 +321,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
     /** The slot holding `it`, or the empty slot where it would go. */
     private def find(it: Item): Int = {
       val mask = keys.length - 1
-      var i = it.hashCode & mask
+      var i = it.slot & mask
       while (keys(i) != null && !(keys(i) eq it)) i = (i + 1) & mask
       i
     }
@@ -332,7 +332,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
       var hole = slot
       var i = (slot + 1) & mask
       while (keys(i) != null) {
-        val home = keys(i).hashCode & mask
+        val home = keys(i).slot & mask
         // Move the entry into the hole unless its home lies cyclically in (hole, i].
         if (((i - home) & mask) >= ((i - hole) & mask)) {
           keys(hole) = keys(i)
@@ -406,6 +406,8 @@ object LeveledTopK {
       case o: Item => java.util.Arrays.equals(bytes, o.bytes)
       case _ => false
     }
+    /** The hash spread over all bits (Fibonacci hashing): items' byte hashes run consecutively. */
+    val slot: Int = { val h = hashCode * 0x9E3779B9; h ^ (h >>> 16) }
     var refs = 0
     var inWindow = 0
     var listedIn = -1L
