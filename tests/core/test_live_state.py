@@ -71,7 +71,7 @@ def test_an_old_layouts_state_resumes_as_if_never_stopped(sketches, name, versio
     assert old[0] == version  # a live count's own layout
     _, resumed = live_state(sketches, name, old, after, end)
     state, first = live_state(sketches, name, b"", before, tick)
-    assert state[:2] == bytes([0x57, 4])  # now a live window's
+    assert state[:2] == bytes([0x57, 5])  # now a live window's
     _, rest = live_state(sketches, name, state, after, end)
     _, straight = live_state(sketches, name, b"", np.concatenate([before, after]), end)
     assert resumed == rest and first + rest == straight and len(resumed) >= 2, name

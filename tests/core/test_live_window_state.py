@@ -60,7 +60,13 @@ SCENARIOS = {
     # most 128 for top values and percentiles, two a tick period: 41, of widths 37 and 13.
     "window_split_slices_positions": (1013, 50, "count:0.05,moments:0.3,top_k:3:0.3,"
                                       "percentile:0.3:0.5:0.99"),
+    # Version 5: ticks every 7 cut a window of 1,000 into more than 128 slices, even two a
+    # tick period (285): top values keep the running frames' leveled counts, bounded past
+    # 147 rows at eps 0.1.
+    "window_leveled_top_k_positions": (1000, 7, "count:0.05,top_k:3:0.1"),
 }
+# Scenarios whose top values keep leveled counts, not tick slices.
+LEVELED = {"window_leveled_top_k_positions"}
 # Golden states of versions 2 and 3 whose percentiles, moments or top values a key resumes
 # in the running frames' form (compact nodes, buckets, bounded counts), where a new key
 # keeps tick slices: their answers are checked against the exact windows instead of a key
@@ -158,16 +164,19 @@ def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name, stop_
     before, tick, after, end, stop = inputs(name)
     up_to = tick if stop_at == "tick" else stop
     state, first = live_window(sketches, name, b"", before, up_to)
-    assert state[:2] == bytes([0x57, 4])
+    assert state[:2] == bytes([0x57, 5])
     every = SCENARIOS[name][1]
     last_tick = up_to - up_to % every
     folds = any(last_tick < r[0] <= up_to for r in before)
     assert folds == (stop_at == "watermark"), name
     assert bool(state[2] & 4) == folds, name  # the state's flag for folded inputs
     forms = slide_forms(sketches, name, state)
-    # Every scenario's ticks slice its window: percentiles, moments and top values keep slices.
+    # Every other scenario's ticks slice its window: percentiles, moments and top values keep slices.
     assert forms.count("sliced") == sum(a.split(":")[0] in ("percentile", "moments", "top_k")
-                                        for a in SCENARIOS[name][2].split(",")), (name, forms)
+                                        for a in SCENARIOS[name][2].split(",")
+                                        if name not in LEVELED), (name, forms)
+    # Read and written again with nothing new, the state is the same bytes: nothing held is left out.
+    assert live_window(sketches, name, state, [], up_to)[0] == state, name
     final, rest = live_window(sketches, name, state, after, end)
     straight_state, straight = live_window(sketches, name, b"", before + after, end)
     assert first + rest == straight and final == straight_state
@@ -195,7 +204,7 @@ def test_a_resumed_key_emits_the_rows_of_one_never_stopped(sketches, name, stop_
     widened = check_top_values_against_exact(before + after, first + rest, name)
     # Slices pruned past the exact limit (16 counters at eps 0.3, 32 at 0.25, 64 at 0.1).
     pruned = {"window_sliced_positions", "window_sliced_time", "window_top_k_bounded_positions",
-              "window_split_slices_positions"}
+              "window_split_slices_positions", "window_leveled_top_k_positions"}
     assert (widened > 0) == (name in pruned), (name, widened)
     if "sample" in SCENARIOS[name][2]:
         check_samples_against_exact(before + after, first + rest, name)
@@ -428,14 +437,17 @@ def packed_columns(ts, values) -> bytes:
     return rows.tobytes()
 
 
-@pytest.mark.parametrize("aggregate", ["percentile:0.01:0.5:0.99", "top_k:5:0.01", "moments:0.01"])
-def test_a_sliced_keys_state_at_a_million_rows_stays_within_64_kb(sketches, aggregate):
-    """One key with 10^6 rows in its window of 10^6 positions, ticks every 10^5 (11 slices):
-    the state after the last row (the newest slice still counting) is under 64 KB, the rows
-    alone 10 MB; the last tick's answers against the exact window of 900,001 rows: ranks
+@pytest.mark.parametrize("aggregate,every", [
+    ("percentile:0.01:0.5:0.99", 10**5), ("top_k:5:0.01", 10**5), ("moments:0.01", 10**5),
+    ("top_k:5:0.01", 4999)], ids=["percentile", "top_k", "moments", "top_k-leveled"])
+def test_a_sliced_keys_state_at_a_million_rows_stays_within_64_kb(sketches, aggregate, every):
+    """One key with 10^6 rows in its window of 10^6 positions, ticks every 10^5 (11 slices),
+    or for top values every 4,999 (past 128 slices: the leveled counts): the state after
+    the last row (the newest slice still counting) is under 64 KB, the rows alone 10 MB;
+    the last tick's answers against the exact window (900,001 rows, or 994,800): ranks
     within eps n, counts bracketed at most eps n apart, moments exact (integer values, so
     exact sums)."""
-    n, every = 10**6, 10**5
+    n = 10**6
     rng = np.random.default_rng(zlib.crc32(aggregate.encode()))
     ts = np.arange(n, dtype=np.int64)
     family = aggregate.split(":")[0]
@@ -447,11 +459,12 @@ def test_a_sliced_keys_state_at_a_million_rows_stays_within_64_kb(sketches, aggr
     out = sketches.replay.liveWindowState(n, every, aggregate, b"", packed_columns(ts, encoded), n - 1)
     state, lines = bytes(out[0]), str(out[1]).splitlines()
     assert sketches.replay.liveSlideForms(n, every, aggregate, state) == \
-        {"percentile": "sliced bounded", "top_k": "sliced bounded", "moments": "sliced"}[family]
+        {"percentile": "sliced bounded", "top_k": "sliced bounded", "moments": "sliced"}[family] \
+        if every == 10**5 else "bounded"
     assert len(state) < 64 * 1024, len(state)
     tick, answer = lines[-1].split("|")
-    assert int(tick) == 900_000
-    inside = values[: 900_001]
+    assert int(tick) == (n - 1) // every * every
+    inside = values[: int(tick) + 1]
     count = len(inside)
     if family == "percentile":
         ordered = np.sort(inside)
@@ -477,9 +490,9 @@ def test_a_sliced_keys_state_at_a_million_rows_stays_within_64_kb(sketches, aggr
 @pytest.mark.parametrize("aggregate", ["percentile:0.1:0.5", "top_k:3:0.1"])
 def test_a_state_written_after_nodes_left_the_window_resumes(sketches, aggregate):
     """A steady key past the exact limit in the running frames' form (ticks every 7 of a
-    window of 3,000), stopped where its oldest compressed nodes have left the window since
-    the last compress, or the whole window has (a row still pending after it): the state
-    reads back and continues as a key that never stopped. States like these were refused
+    window of 3,000), stopped where its oldest compressed nodes (for top values, records)
+    have left the window since the last compress, or the whole window has (a row still
+    pending after it): the state reads back and continues as a key that never stopped. States like these were refused
     as damaged ("node 0 lies outside the window"), which stopped the query."""
     window, every = 3000, 7
     numeric = aggregate.startswith("percentile")
@@ -495,7 +508,10 @@ def test_a_state_written_after_nodes_left_the_window_resumes(sketches, aggregate
         end = stop + 1001 + 2 * window
         out = sketches.replay.liveWindowState(window, every, aggregate, b"", packed(before), stop)
         state, first = bytes(out[0]), str(out[1]).splitlines()
-        assert sketches.replay.liveSlideForms(window, every, aggregate, state) == "bounded"
+        # Top values' leveled counts answer exactly again once the window has emptied.
+        emptied = not numeric and stop - window >= 5000
+        assert sketches.replay.liveSlideForms(window, every, aggregate, state) == \
+            ("exact" if emptied else "bounded"), stop
         out = sketches.replay.liveWindowState(window, every, aggregate, state, packed(after), end)
         straight = sketches.replay.liveWindowState(window, every, aggregate, b"",
                                                    packed(before + after), end)
@@ -590,7 +606,7 @@ def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sket
     """Single-bit flips, the checksum recomputed: refused with "invalid sketch bytes" (or,
     for a flip in a parameter, as a restart under other parameters), or read into a state
     that takes the rest of the stream without an error. Every flip in the fixed fields
-    (magic, version, flags, last tick, window, every) is refused; after them, every fifth
+    (magic, version, flags, last tick, window, every) is refused but one (below); after them, every fifth
     bit is flipped (values and hashes are free bits: they load). All in one JVM call."""
     name = "fuzzed"
     before, tick, after, end, _ = inputs(name)
@@ -605,10 +621,38 @@ def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sket
     for bit, verdict in zip(bits, found):
         assert verdict == "read" or verdict.startswith("invalid sketch bytes: ") or \
             verdict.startswith("the live window state was written with "), (bit, verdict[:400])
-    refused_fixed = sum(verdict != "read" for bit, verdict in zip(bits, found) if bit < fixed_bits)
+    # But the version's lowest bit: 5 flips to 4, whose layout version 5 only extends (a
+    # top values' form these aggregates do not have), so that state reads.
+    version_low_bit = 8  # byte 1, bit 0
+    refused_fixed = sum(verdict != "read" for bit, verdict in zip(bits, found)
+                        if bit < fixed_bits and bit != version_low_bit)
+    assert found[bits.index(version_low_bit)] == "read"
     refused = sum(verdict != "read" for verdict in found)
     loaded = len(found) - refused
-    assert refused_fixed == fixed_bits and refused > fixed_bits and loaded > 0, (refused, loaded)
+    assert refused_fixed == fixed_bits - 1 and refused > fixed_bits and loaded > 0, (refused, loaded)
+
+
+def test_damaged_leveled_top_k_state_is_refused_or_keeps_working(sketches):
+    """The leveled counts' state (version 5, past 147 rows at eps 0.1), every third bit after
+    the fixed fields flipped with the checksum recomputed: refused as invalid sketch bytes,
+    or read into a state that takes the rest of the stream; items, counters, record times
+    and levels all damaged somewhere."""
+    name = "window_leveled_top_k_positions"
+    before, tick, after, end, _ = inputs(name)
+    state, _ = live_window(sketches, name, b"", before, tick)
+    assert slide_forms(sketches, name, state) == "-,bounded"
+    bits = list(range(8 * (3 + 3 * 8), 8 * (len(state) - 4), 3))
+    flips = bit_flips(state, bits)
+    window, every, aggregates = SCENARIOS[name]
+    found = verdict_lines(sketches.replay.liveWindowVerdicts(
+        window, every, aggregates, b"".join(flips), _longs([len(f) for f in flips]),
+        packed(after[:20]), end), len(flips))
+    for bit, verdict in zip(bits, found):
+        assert verdict == "read" or verdict.startswith("invalid sketch bytes: ") or \
+            verdict.startswith("the live window state was written with "), (bit, verdict[:400])
+    refused = sum(verdict.startswith("invalid sketch bytes: invalid leveled top-k state") for verdict in found)
+    loaded = sum(verdict == "read" for verdict in found)
+    assert refused > 50 and loaded > 50, (refused, loaded)
 
 
 if __name__ == "__main__":

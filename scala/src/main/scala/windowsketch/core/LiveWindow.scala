@@ -1,7 +1,7 @@
 package windowsketch.core
 
 import windowsketch.core.count.{ExponentialHistogram, OrderedSumHistogram}
-import windowsketch.core.frequencies.{ItemCount, LiveTopKWindow, OrderedTopK, SlicedTopK, SlidingTopK}
+import windowsketch.core.frequencies.{ItemCount, LeveledTopK, LiveTopKWindow, OrderedTopK, SlicedTopK, SlidingTopK}
 import windowsketch.core.hll.SlidingHyperLogLog
 import windowsketch.core.moments.{LiveMomentsWindow, OrderedMoments, SlicedMoments, WindowMoments}
 import windowsketch.core.quantiles.{LivePercentilesWindow, SlicedQuantiles, SlidingQuantiles}
@@ -298,9 +298,9 @@ final class LiveMomentsSlide(val moments: LiveMomentsWindow) extends LiveSlide {
 /**
  * The most frequent items: the input is the item's bytes. Where the ticks cut time into at
  * most [[SlicedTopK.MostSlices]] slices the window's counts are a Misra–Gries summary a
- * slice ([[SlicedTopK]]), else the running frames' [[OrderedTopK]] (exact while the window
- * holds at most its exact limit rows, then bounded by eps); the `k` most frequent are listed
- * at each tick.
+ * slice ([[SlicedTopK]]), else the running frames' [[LeveledTopK]] (exact while the window
+ * holds fewer than its `coverRecords` rows, bounded by eps otherwise; a key resumed from a
+ * state before version 5 keeps [[OrderedTopK]]); the `k` most frequent are listed at each tick.
  */
 final case class LiveTopKAggregate(k: Int, eps: Double = LiveTopKAggregate.DefaultEps)
     extends LiveAggregate {
@@ -311,11 +311,13 @@ final case class LiveTopKAggregate(k: Int, eps: Double = LiveTopKAggregate.Defau
   override def takesBytes: Boolean = true
   def newSlide(window: Long, every: Long): LiveTopKSlide =
     new LiveTopKSlide(TickSlices(window, every, SlicedTopK.MostSlices)
-      .fold[LiveTopKWindow](new OrderedTopK(window, eps))(new SlicedTopK(_, eps)), k)
+      .fold[LiveTopKWindow](new LeveledTopK(window, eps))(new SlicedTopK(_, eps)), k)
   private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide =
     readSlide(window, every, in, LiveWindow.Version)
   private[core] override def readSlide(window: Long, every: Long, in: ByteReader, version: Int): LiveSlide =
-    new LiveTopKSlide(LiveWindow.readForm(in, version) match {
+    new LiveTopKSlide(LiveWindow.readForm(in, version, leveled = true) match {
+      case LiveWindow.LeveledForm => LeveledTopK.readFrom(window, eps, in)
+      // A key resumed from a state before version 5 keeps its summaries per node to the end.
       case LiveWindow.OrderedForm => OrderedTopK.readFrom(window, eps, in)
       case _ => SlicedTopK.readFrom(LiveWindow.slicesOf(window, every, SlicedTopK.MostSlices), eps, in,
         in.remaining)
@@ -338,7 +340,11 @@ final class LiveTopKSlide(val counts: LiveTopKWindow, k: Int) extends LiveSlide 
   def answer: Array[ItemCount] = counts.top(k)
   override def answerStamp: AnyRef = counts.answerStamp
   private[core] def writeTo(out: ByteWriter): Unit = {
-    out.byte(if (counts.isInstanceOf[SlicedTopK]) LiveWindow.SlicedForm else LiveWindow.OrderedForm)
+    out.byte(counts match {
+      case _: SlicedTopK => LiveWindow.SlicedForm
+      case _: LeveledTopK => LiveWindow.LeveledForm
+      case _ => LiveWindow.OrderedForm
+    })
     counts.writeTo(out)
   }
 }
@@ -581,22 +587,32 @@ object LiveWindow {
   /** The first byte of a live window's state: tells it from a live count's (1 or 2). */
   val Magic: Byte = 0x57
   /**
-   * 4 marks the form of a percentile's, moments' or top values' slide (slices of the ticks,
-   * or the running frames' structure); 3 folds final inputs into the slides before their tick
-   * (and a percentile's window is held exactly as in memory); 2 recorded each aggregate's
-   * alert thresholds and states; 1, which had none. All four read.
+   * 5 adds top values' leveled form (the running frames' [[LeveledTopK]]); 4 marks the form
+   * of a percentile's, moments' or top values' slide (slices of the ticks, or the running
+   * frames' structure); 3 folds final inputs into the slides before their tick (and a
+   * percentile's window is held exactly as in memory); 2 recorded each aggregate's alert
+   * thresholds and states; 1, which had none. All five read.
    */
-  val Version: Byte = 4
+  val Version: Byte = 5
 
-  /** A slide's form in version 4: the running frames' structure, or one summary a tick slice. */
+  /**
+   * A slide's form from version 4: the time-ordered structure of states before version 5
+   * (top values' summaries per node), one summary a tick slice, or (top values, version 5)
+   * leveled counts.
+   */
   private[core] val OrderedForm: Byte = 0
   private[core] val SlicedForm: Byte = 1
+  private[core] val LeveledForm: Byte = 2
 
-  /** The form of a slide that has one: states before version 4 hold the ordered form. */
-  private[core] def readForm(in: ByteReader, version: Int): Byte =
+  /**
+   * The form of a slide that has one: states before version 4 hold the ordered form; the
+   * leveled form only where `leveled` (top values) and from version 5.
+   */
+  private[core] def readForm(in: ByteReader, version: Int, leveled: Boolean = false): Byte =
     if (version < 4) OrderedForm
     else in.byte() match {
       case form @ (OrderedForm | SlicedForm) => form
+      case LeveledForm if leveled && version >= 5 => LeveledForm
       case other => throw new CorruptSketchException(s"unknown live slide form $other")
     }
 

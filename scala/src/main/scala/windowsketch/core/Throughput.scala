@@ -277,7 +277,10 @@ object Throughput {
    * samples 5 rows.
    */
   def liveStateBytes(family: String, rows: Int, eps: Double): Long = {
+    // "top_k unsliced": ticks every window / 200 + 1, past 128 slices: the leveled counts.
+    val unsliced = family == "top_k unsliced"
     val aggregate = family match {
+      case "top_k unsliced" => LiveTopKAggregate(5, eps)
       case "count" => LiveCountAggregate(eps)
       case "sum" => LiveSumAggregate(eps)
       case "distinct" => LiveDistinctAggregate(eps)
@@ -286,7 +289,7 @@ object Throughput {
       case "top_k" => LiveTopKAggregate(5, eps)
       case "sample" => LiveSampleAggregate(5, 0L)
     }
-    val live = new LiveWindow(rows, math.max(1, rows / 10), IndexedSeq(aggregate))
+    val live = new LiveWindow(rows, if (unsliced) rows / 200 + 1 else math.max(1, rows / 10), IndexedSeq(aggregate))
     val rng = new SplittableRandom(11)
     val items = skewedItems(math.min(rows, 10000), 10000, rng)
     val (batch, lag, total) = (math.max(1, rows / 100), 100, rows + rows / 5)
@@ -299,7 +302,7 @@ object Throughput {
           case "count" => live.add(t, 0, 1L)
           case "sum" => live.add(t, 0, 1L + rng.nextInt(100))
           case "distinct" => live.add(t, 0, rng.nextLong())
-          case "top_k" | "sample" => live.addBytes(t, 0, items(t % items.length))
+          case "top_k" | "top_k unsliced" | "sample" => live.addBytes(t, 0, items(t % items.length))
           case _ => live.add(t, 0, java.lang.Double.doubleToLongBits(rng.nextDouble()))
         }
         t += 1

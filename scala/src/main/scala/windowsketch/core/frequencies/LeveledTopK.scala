@@ -7,7 +7,7 @@ import windowsketch.core.count.{ExponentialHistogram, OutOfOrderEventException}
 
 /**
  * The most frequent items of the window for rows in time order (a running frame ordered by
- * `ts`) in O((1/eps)·log n) counters and records, not the O((1/eps²)·log n) of summaries
+ * `ts`, a live key whose ticks do not slice its window) in O((1/eps)·log n) counters and records, not the O((1/eps²)·log n) of summaries
  * per node (proof: docs/top-k.md, "In time order").
  *
  * Level l has granularity g = 2^l and runs a Misra–Gries table of `capacity` counters: a
@@ -25,7 +25,7 @@ import windowsketch.core.count.{ExponentialHistogram, OutOfOrderEventException}
  * The top level has never made a record; when it would, it first copies itself as the
  * next level up, which is then the state that level would have had from the first row.
  */
-final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
+final class LeveledTopK(val window: Long, val eps: Double) extends LiveTopKWindow {
   import LeveledTopK._
 
   ExponentialHistogram.checkParameters(window, eps)
@@ -50,7 +50,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
   private var answer: Array[ItemCount] = null
   private var answeredK = 0
   private var answerValid = false
-  private var answerStamp = 0L
+  private var answerGeneration = 0L
   private val raised = new ArrayBuffer[Item]()
 
   def hasTime: Boolean = seenAny
@@ -61,6 +61,12 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
 
   /** Whether the last answer was exact (the level of granularity 1 answered). */
   def isExact: Boolean = answering == 0
+
+  /** True once an answer came from a level above 0, with bounds rather than exact counts. */
+  def isBounded: Boolean = !isExact
+
+  /** True when the window holds no row with an item: level 0 holds the newest rows' records. */
+  def isEmpty: Boolean = levels(0).held == 0
 
   /** Counters and records held over all levels: what memory is made of, beside the items. */
   def heldEntries: Long = levels.foldLeft(0L)((sum, level) => sum + level.size + level.held)
@@ -97,7 +103,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
     chooseLevel()
     val level = levels(answering)
     if (!answerValid || answeredK != k) {
-      answerStamp += 1
+      answerGeneration += 1
       val best = new OrderedTopK.FirstK(k, answerOrder, level.size + level.held)
       level.foreachCandidate(it => offer(best, level, it))
       setAnswer(best.result, k)
@@ -107,7 +113,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
       raised.foreach(it => offer(best, level, it))
       val ranked = best.result
       // An unchanged answer stays the same array: a running frame reuses the row it made.
-      if (!OrderedTopK.sameAnswer(ranked, answer)) { answerStamp += 1; setAnswer(ranked, k) }
+      if (!OrderedTopK.sameAnswer(ranked, answer)) { answerGeneration += 1; setAnswer(ranked, k) }
     }
     raised.clear()
     answer
@@ -123,7 +129,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
     answer = ranked
     answeredK = k
     answerValid = true
-    ranked.foreach(c => interned.get(new Item(c.item)).listedIn = answerStamp)
+    ranked.foreach(c => interned.get(new Item(c.item)).listedIn = answerGeneration)
   }
 
   /**
@@ -144,6 +150,43 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
     !levels(l).lostInWindow && (l == 0 || levels(l - 1).lostInWindow || levels(l - 1).held >= coverRecords)
 
   private def inWindow(ts: Long): Boolean = java.lang.Long.compareUnsigned(nowTs - ts, window) < 0
+
+  /**
+   * A live key's state: a byte (1: it has a time), now (8 bytes), the answering level, the
+   * items once, ascending (a varint count, then each item's varint length and bytes), the
+   * level count, and per level its decrement counter, its table (varint size, then per
+   * counter the item's index as a step from the previous one's less one, and the counter),
+   * whether it dropped a record (a byte; then the dropped record's age from now) and its
+   * records oldest first (varint count, then per record 0 for no item or the item's index
+   * plus 1, and its time, the first as its age from now, the others as steps forward).
+   */
+  private[core] def writeTo(out: ByteWriter): Unit = {
+    out.byte(if (seenAny) 1 else 0)
+    out.long(nowTs)
+    out.varint(answering)
+    val items = interned.keySet.toArray(new Array[Item](0))
+    java.util.Arrays.sort(items, ItemOrder)
+    val index = new java.util.IdentityHashMap[Item, Integer]()
+    out.varint(items.length)
+    items.indices.foreach { i =>
+      index.put(items(i), i)
+      out.varint(items(i).bytes.length)
+      out.bytes(items(i).bytes)
+    }
+    out.varint(levels.size)
+    levels.foreach(_.writeTo(out, index))
+  }
+
+  private def restore(hasTime: Boolean, now: Long, answeringLevel: Int, restored: Seq[Level],
+      items: Array[Item]): Unit = {
+    seenAny = hasTime
+    nowTs = now
+    levels.clear()
+    levels ++= restored
+    items.foreach(it => interned.put(it, it))
+    answering = answeringLevel
+    levels(answering).countInWindow(1)
+  }
 
   private def intern(bytes: Array[Byte]): Item = {
     val probe = new Item(bytes)
@@ -210,6 +253,54 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
         }
         if (isAnswering) answerValid = false
       }
+    }
+
+    def writeTo(out: ByteWriter, index: java.util.IdentityHashMap[Item, Integer]): Unit = {
+      out.varint(decrements)
+      val held = keys.indices.filter(keys(_) != null).sortBy(i => index.get(keys(i)).intValue)
+      out.varint(held.size)
+      var previous = -1
+      held.foreach { i =>
+        val at = index.get(keys(i)).intValue
+        out.varint(at - previous - 1)
+        out.varint(counters(i))
+        previous = at
+      }
+      out.byte(if (dropped) 1 else 0)
+      if (dropped) out.varint(nowTs - droppedTs)
+      out.varint(this.held)
+      var before = 0L
+      var i = 0
+      while (i < this.held) {
+        val it = items(at(i))
+        out.varint(if (it == null) 0 else index.get(it).intValue + 1)
+        out.varint(if (i == 0) nowTs - times(at(i)) else times(at(i)) - before)
+        before = times(at(i))
+        i += 1
+      }
+    }
+
+    /** Loads a table, decrement counter and records read from a state, each item's references counted. */
+    def restore(tableItems: Seq[Item], tableCounters: Seq[Long], decrementCount: Long,
+        recordItems: Seq[Item], recordTimes: Seq[Long], droppedAt: Option[Long]): Unit = {
+      decrements = decrementCount
+      tableItems.indices.foreach { i =>
+        val it = tableItems(i)
+        it.refs += 1
+        val slot = find(it)
+        keys(slot) = it
+        counters(slot) = tableCounters(i)
+        size += 1
+        if (2 * size > keys.length) resize(2 * keys.length)
+      }
+      recordItems.indices.foreach { i =>
+        if (held == items.length) growRing()
+        items(at(held)) = recordItems(i)
+        times(at(held)) = recordTimes(i)
+        held += 1
+        if (recordItems(i) == null) noItemHeld += 1 else recordItems(i).refs += 1
+      }
+      droppedAt.foreach { t => dropped = true; droppedTs = t }
     }
 
     private def raise(it: Item): Unit =
@@ -286,7 +377,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
       else {
         if (isAnswering) {
           it.inWindow -= 1
-          if (it.listedIn == answerStamp) answerValid = false
+          if (it.listedIn == answerGeneration) answerValid = false
         }
         release(it)
       }
@@ -388,6 +479,94 @@ final class LeveledTopK(val window: Long, val eps: Double) extends TopKWindow {
 
 object LeveledTopK {
   private val MaxRaised = 64
+
+  private val ItemOrder: java.util.Comparator[Item] = (a, b) => ItemCounts.compare(a.bytes, b.bytes)
+
+  /** Reads [[LeveledTopK.writeTo]], refusing any state a key could not have held. */
+  private[core] def readFrom(window: Long, eps: Double, in: ByteReader): LeveledTopK = {
+    def corrupt(what: String) = new CorruptSketchException(s"invalid leveled top-k state: $what")
+    val o = new LeveledTopK(window, eps)
+    val hasTime = in.byte() match {
+      case 0 => false
+      case 1 => true
+      case other => throw corrupt(s"flags $other")
+    }
+    val now = in.long()
+    o.nowTs = now
+    val answeringLevel = in.varint()
+    val count = in.varint()
+    if (count < 0 || count > in.remaining) throw corrupt("item count")
+    val items = new Array[Item](count.toInt)
+    items.indices.foreach { i =>
+      val length = in.varint()
+      if (length < 0 || length > in.remaining) throw corrupt("item length")
+      items(i) = new Item(in.take(length.toInt))
+      if (i > 0 && ItemCounts.compare(items(i - 1).bytes, items(i).bytes) >= 0) throw corrupt("items out of order")
+    }
+    val levelCount = in.varint()
+    if (levelCount < 2 || levelCount > MaxLevels || answeringLevel < 0 || answeringLevel >= levelCount ||
+        (!hasTime && (levelCount != 2 || answeringLevel != 0 || count != 0))) {
+      throw corrupt("levels")
+    }
+    def item(index: Long): Item = {
+      if (index < 0 || index >= items.length) throw corrupt("item index")
+      items(index.toInt)
+    }
+    val levels = (0 until levelCount.toInt).map { l =>
+      val level = new o.Level(l)
+      val g = level.g
+      val decrements = in.varint()
+      val tableSize = in.varint()
+      if (decrements < 0 || decrements >= g || tableSize < 0 || tableSize > o.capacity || (l == 0 && tableSize != 0)) {
+        throw corrupt(s"level $l's table")
+      }
+      var previous = -1L
+      val tableItems = new ArrayBuffer[Item]()
+      val tableCounters = new ArrayBuffer[Long]()
+      (0L until tableSize).foreach { _ =>
+        val step = in.varint()
+        val counter = in.varint()
+        if (step < 0 || counter < 1 || counter >= g) throw corrupt(s"level $l's counters")
+        previous += step + 1
+        tableItems += item(previous)
+        tableCounters += counter
+      }
+      val droppedAt = in.byte() match {
+        case 0 => None
+        case 1 =>
+          val age = in.varint()
+          if (age < 0) throw corrupt(s"level $l's dropped record")
+          Some(now - age)
+        case _ => throw corrupt(s"level $l's dropped record")
+      }
+      val held = in.varint()
+      if (held < 0 || held > o.queueCapacity || held > in.remaining) throw corrupt(s"level $l's records")
+      val recordItems = new ArrayBuffer[Item]()
+      val recordTimes = new ArrayBuffer[Long]()
+      var before = 0L
+      (0L until held).foreach { i =>
+        val at = in.varint()
+        val step = in.varint()
+        val t = if (i == 0) now - step else before + step
+        if (step < 0 || (i == 0 && java.lang.Long.compareUnsigned(step, window) >= 0) || t < before && i > 0 || t > now ||
+            (l == 0 && at == 0) || droppedAt.exists(_ > t)) {
+          throw corrupt(s"level $l's records")
+        }
+        recordItems += (if (at == 0) null else item(at - 1))
+        recordTimes += t
+        before = t
+      }
+      if (l == levelCount - 1 && (held > 0 || droppedAt.nonEmpty)) throw corrupt("the top level made a record")
+      level.restore(tableItems.toSeq, tableCounters.toSeq, decrements, recordItems.toSeq, recordTimes.toSeq, droppedAt)
+      level
+    }
+    if (items.exists(_.refs == 0)) throw corrupt("an item no level holds")
+    o.restore(hasTime, now, answeringLevel.toInt, levels, items)
+    o
+  }
+
+  /** Levels at most: granularities up to 2^62, past any count a long holds. */
+  private val MaxLevels = 63
 
   /**
    * The records of the window a level must hold for the level above to answer within eps·n:
