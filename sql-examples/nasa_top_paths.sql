@@ -1,8 +1,8 @@
 -- The most requested paths and the most frequent 404 path of the last hour, at every
 -- request of the NASA-HTTP log of 1 August 1995, checked against exact counts. In this
--- running frame the counts are exact while an hour holds at most 512 rows (eps 0.01: the
--- hour's 404s), then certified bounds in memory set by eps (the hour's requests); a GROUP
--- BY answers with certified bounds too (last query). From the repository root:
+-- running frame the counts are exact while an hour holds fewer than 1,407 rows (eps 0.01:
+-- the hour's 404s), else certified bounds in memory set by eps (the hour's requests); a
+-- GROUP BY answers with certified bounds too (last query). From the repository root:
 --   windowsketch sql --hivevar nasa_log=python/windowsketch/data/nasa_http_1995-08-01.tsv.gz \
 --     -f sql-examples/nasa_top_paths.sql
 SET spark.sql.session.timeZone=UTC;

@@ -1349,8 +1349,8 @@ def approx_window_top_k(
     ``lower <= exact <= upper`` for every item listed and ``upper - lower <= eps * n``
     (``n`` the window's non-NULL rows); every item occurring more than ``eps * n`` times is
     listed unless ``k`` items with larger counts are. In a running frame ordered by ``ts``
-    the counts are exact until the window first holds more than the largest power of two at
-    most 8 / eps rows (512 at eps 0.01), then bounded as above in memory set by eps;
+    the counts are exact while the window holds fewer than 1,407 rows at eps 0.01 (about
+    14 / eps), and bounded as above otherwise, in O((1 / eps) log n) memory;
     elsewhere (other frames, ``groupBy().agg()``, rows in any order) a mergeable sketch of
     dyadic time nodes, each with a Misra–Gries summary, answers (``docs/top-k.md``).
 

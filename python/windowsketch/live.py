@@ -151,7 +151,8 @@ def top_k(x: ColumnOrName, k: int, eps: float = 0.01) -> LiveAggregate:
     ``2**floor(log2(8 / eps))`` counters (512 at eps 0.01; one per distinct value of each
     slice of time the ticks cut), then ``upper - lower <= eps * n`` from a Misra-Gries
     summary of ``ceil(1 / eps) - 1`` counters a slice (past 128 slices, as
-    :func:`windowsketch.functions.approx_window_top_k` counts them in a running frame)."""
+    :func:`windowsketch.functions.approx_window_top_k` counts them in a running frame:
+    exact below about 14 / eps rows)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"`k` must be a positive int (how many values to list), got {k!r}")
     if k > _MAX_K:

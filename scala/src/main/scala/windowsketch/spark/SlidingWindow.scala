@@ -84,7 +84,8 @@ object LiveColumn {
    * certified bounds: ARRAY<STRUCT<item, count, lower, upper>>, ordered by count, ties by the
    * larger lower bound, then by item; exact (count = lower = upper) while a key holds at
    * most 2^floor(log2(8 / eps)) counters (one per distinct value of each tick slice), then
-   * upper - lower <= eps * n.
+   * upper - lower <= eps * n (past 128 tick slices, the running frames' leveled counts:
+   * exact below about 14 / eps rows).
    */
   def topK(x: Column, k: Int, eps: Double = 0.01): LiveColumn = LiveColumn("top_k", x, "top_k", eps, k = k)
 

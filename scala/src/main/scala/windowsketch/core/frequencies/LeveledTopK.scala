@@ -540,7 +540,10 @@ object LeveledTopK {
         case _ => throw corrupt(s"level $l's dropped record")
       }
       val held = in.varint()
-      if (held < 0 || held > o.queueCapacity || held > in.remaining) throw corrupt(s"level $l's records")
+      // Records of g rows each count at most a long's rows: their sums cannot overflow.
+      if (held < 0 || held > o.queueCapacity || held > in.remaining || (held + 1) > Long.MaxValue / g / 2) {
+        throw corrupt(s"level $l's records")
+      }
       val recordItems = new ArrayBuffer[Item]()
       val recordTimes = new ArrayBuffer[Long]()
       var before = 0L

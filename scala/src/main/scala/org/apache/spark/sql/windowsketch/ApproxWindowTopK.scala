@@ -201,9 +201,8 @@ object TopKAggregate {
       for every item listed and upper - lower <= eps * n (n the window's non-NULL rows).
       Every item that occurs more than eps * n times is a candidate, and is listed unless k
       items with larger counts are. Over a running window frame ordered by `ts` the counts
-      are exact (lower = count = upper) until the window first holds more than the largest
-      power of two at most 8 / eps rows (512 at eps 0.01), then bounded as above in memory
-      set by eps.
+      are exact (lower = count = upper) while the window holds fewer than 1,407 rows at eps
+      0.01 (about 14 / eps), and bounded as above otherwise, in O((1 / eps) log n) memory.
   """,
   arguments = """
     Arguments:
