@@ -154,18 +154,19 @@ def test_each_answer_in_time_order_heads_a_longer_one(sketches, k):
     assert modes[-1] == 2  # bounded: the skip is at work
 
 
+@pytest.mark.parametrize("leveled", [False, True], ids=["ordered", "leveled"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_each_answer_in_time_order_is_the_one_ranked_anew(sketches, kind):
-    """Past their exact limit the time-ordered counts re-rank only the items whose counts
-    rose since the last answer, and keep the last answer's array while it is unchanged (a
+def test_each_answer_in_time_order_is_the_one_ranked_anew(sketches, kind, leveled):
+    """Past their exact limit the time-ordered counts (summaries per node, or leveled)
+    re-rank only the items whose counts rose since the last answer, and keep the last answer's array while it is unchanged (a
     running frame then reuses the row it made of it): on every row, items, estimates and
     both bounds equal those of an answer ranked anew from all the counts."""
     rng = np.random.default_rng(stable_seed("anew", kind))
     ts, items, present = stream(rng, kind, 3000)
     reused_rows = 0
-    for window, eps in [(10**9, 0.05), (400, 0.1)]:
+    for window, eps in [(10**9, 0.05), (400, 0.1), (3000, 0.1)]:
         packed = np.frombuffer(bytes(sketches.replay.orderedTopKAnsweredAnew(
-            window, eps, K, _longs(ts), _longs(items), _flags(present))), dtype=">i8")
+            window, eps, K, leveled, _longs(ts), _longs(items), _flags(present))), dtype=">i8")
         kept, anew = packed[1:].reshape(2, len(ts), 1 + 4 * K)
         differ = np.flatnonzero((kept != anew).any(axis=1))
         assert len(differ) == 0, (window, eps, differ[:3], kept[differ[:1]], anew[differ[:1]])

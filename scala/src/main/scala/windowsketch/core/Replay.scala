@@ -5,7 +5,7 @@ import java.nio.ByteBuffer
 import windowsketch.core.count.{DyadicWindowSketch, ExponentialHistogram, OrderedSumHistogram,
   WindowCountSketch}
 import windowsketch.core.filter.{DeduplicationState, SlidingFilter}
-import windowsketch.core.frequencies.{ItemCount, LeveledTopK, OrderedTopK, SlicedTopK, SlidingTopK}
+import windowsketch.core.frequencies.{ItemCount, LeveledTopK, OrderedTopK, SlicedTopK, SlidingTopK, TopKWindow}
 import windowsketch.core.hll.SlidingHyperLogLog
 import windowsketch.core.moments.{MomentsWindow, OrderedMoments, SlicedMoments, SlidingMoments, WindowMoments}
 import windowsketch.core.quantiles.{CompactAnswer, CompactQuantiles, SlicedQuantiles, SlidingQuantiles}
@@ -468,16 +468,17 @@ object Replay {
   }
 
   /**
-   * The time-ordered counts' answer for `k` after each row, kept up incrementally, and the
-   * answer ranked anew from all their counts (a second copy fed the same rows, asked for
+   * The time-ordered counts' answer for `k` after each row ([[LeveledTopK]] if `leveled`,
+   * else [[OrderedTopK]]), kept up incrementally, and the answer ranked anew from all their counts (a second copy fed the same rows, asked for
    * `k + 1` first so its answer is made again). As big-endian longs: the rows whose answer
    * was the previous row's array (kept since nothing in it changed), then per row the kept
    * answer as [[topKPerRow]] writes one, then per row the answer ranked anew.
    */
-  def orderedTopKAnsweredAnew(window: Long, eps: Double, k: Int, timestamps: Array[Byte],
+  def orderedTopKAnsweredAnew(window: Long, eps: Double, k: Int, leveled: Boolean, timestamps: Array[Byte],
       items: Array[Byte], present: Array[Byte]): Array[Byte] = {
-    val kept = new OrderedTopK(window, eps)
-    val anew = new OrderedTopK(window, eps)
+    def counts(): TopKWindow = if (leveled) new LeveledTopK(window, eps) else new OrderedTopK(window, eps)
+    val kept = counts()
+    val anew = counts()
     val t = ByteBuffer.wrap(timestamps)
     val v = ByteBuffer.wrap(items)
     val rowBytes = 8 * (1 + 4 * k)

@@ -349,7 +349,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends LiveTopKWindo
       items(i) = it
       times(i) = nowTs
       held += 1
-      if (it == null) { noItemHeld += 1; if (isAnswering) answerValid = false }
+      if (it == null) noItemHeld += 1 // after a decrement step, which already made the answer stale
       else {
         it.refs += 1
         if (isAnswering) { it.inWindow += 1; raise(it) }
