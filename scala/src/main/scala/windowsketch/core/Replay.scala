@@ -469,8 +469,9 @@ object Replay {
 
   /**
    * The time-ordered counts' answer for `k` after each row ([[LeveledTopK]] if `leveled`,
-   * else [[OrderedTopK]]), kept up incrementally, and the answer ranked anew from all their counts (a second copy fed the same rows, asked for
-   * `k + 1` first so its answer is made again). As big-endian longs: the rows whose answer
+   * else [[OrderedTopK]]), kept up incrementally, and the answer ranked anew from all their
+   * counts (a second copy fed the same rows, asked for `k + 1` first so its answer is made
+   * again). As big-endian longs: the rows whose answer
    * was the previous row's array (kept since nothing in it changed), then per row the kept
    * answer as [[topKPerRow]] writes one, then per row the answer ranked anew.
    */

@@ -7,8 +7,9 @@ import windowsketch.core.count.{ExponentialHistogram, OutOfOrderEventException}
 
 /**
  * The most frequent items of the window for rows in time order (a running frame ordered by
- * `ts`, a live key whose ticks do not slice its window) in O((1/eps)·log n) counters and records, not the O((1/eps²)·log n) of summaries
- * per node (proof: docs/top-k.md, "In time order").
+ * `ts`, a live key whose ticks do not slice its window) in O((1/eps)·log n) counters and
+ * records, not the O((1/eps²)·log n) of summaries per node (proof: docs/top-k.md,
+ * "Running frames: leveled counts").
  *
  * Level l has granularity g = 2^l and runs a Misra–Gries table of `capacity` counters: a
  * row adds 1 to its item's counter; a counter that reaches g leaves the table as a
@@ -551,8 +552,8 @@ object LeveledTopK {
         val at = in.varint()
         val step = in.varint()
         val t = if (i == 0) now - step else before + step
-        if (step < 0 || (i == 0 && java.lang.Long.compareUnsigned(step, window) >= 0) || t < before && i > 0 || t > now ||
-            (l == 0 && at == 0) || droppedAt.exists(_ > t)) {
+        val outside = if (i == 0) java.lang.Long.compareUnsigned(step, window) >= 0 else t < before
+        if (step < 0 || outside || t > now || (l == 0 && at == 0) || droppedAt.exists(_ > t)) {
           throw corrupt(s"level $l's records")
         }
         recordItems += (if (at == 0) null else item(at - 1))
