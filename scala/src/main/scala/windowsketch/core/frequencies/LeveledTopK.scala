@@ -40,7 +40,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends LiveTopKWindo
 
   // Level 0 is never the top: it records every row, and level 1 has counted each from the first.
   private val levels = ArrayBuffer(new Level(0), new Level(1))
-  private val interned = new java.util.HashMap[Item, Item]()
+  private val interned = new ItemTable()
   private var seenAny = false
   private var nowTs = 0L
 
@@ -130,7 +130,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends LiveTopKWindo
     answer = ranked
     answeredK = k
     answerValid = true
-    ranked.foreach(c => interned.get(new Item(c.item)).listedIn = answerGeneration)
+    ranked.foreach(c => interned.find(c.item).listedIn = answerGeneration)
   }
 
   /**
@@ -165,7 +165,7 @@ final class LeveledTopK(val window: Long, val eps: Double) extends LiveTopKWindo
     out.byte(if (seenAny) 1 else 0)
     out.long(nowTs)
     out.varint(answering)
-    val items = interned.keySet.toArray(new Array[Item](0))
+    val items = interned.items
     java.util.Arrays.sort(items, ItemOrder)
     val index = new java.util.IdentityHashMap[Item, Integer]()
     out.varint(items.length)
@@ -184,15 +184,14 @@ final class LeveledTopK(val window: Long, val eps: Double) extends LiveTopKWindo
     nowTs = now
     levels.clear()
     levels ++= restored
-    items.foreach(it => interned.put(it, it))
+    items.foreach(interned.add)
     answering = answeringLevel
     levels(answering).countInWindow(1)
   }
 
   private def intern(bytes: Array[Byte]): Item = {
-    val probe = new Item(bytes)
-    var it = interned.get(probe)
-    if (it == null) { it = probe; interned.put(it, it) }
+    var it = interned.find(bytes)
+    if (it == null) { it = Item.of(bytes); interned.add(it) }
     it.refs += 1
     it
   }
@@ -501,7 +500,7 @@ object LeveledTopK {
     items.indices.foreach { i =>
       val length = in.varint()
       if (length < 0 || length > in.remaining) throw corrupt("item length")
-      items(i) = new Item(in.take(length.toInt))
+      items(i) = Item.of(in.take(length.toInt))
       if (i > 0 && ItemCounts.compare(items(i - 1).bytes, items(i).bytes) >= 0) throw corrupt("items out of order")
     }
     val levelCount = in.varint()
@@ -582,17 +581,72 @@ object LeveledTopK {
     math.ceil(12.0 / eps * (m + 2) / (m + 1)).toInt + m + 2
   }
 
-  /** An interned item: its bytes, how many counters and records hold it, its records in the answering level. */
-  private final class Item(val bytes: Array[Byte]) {
-    override val hashCode: Int = java.util.Arrays.hashCode(bytes)
-    override def equals(other: Any): Boolean = other match {
-      case o: Item => java.util.Arrays.equals(bytes, o.bytes)
-      case _ => false
-    }
-    /** The hash spread over all bits (Fibonacci hashing): items' byte hashes run consecutively. */
-    val slot: Int = { val h = hashCode * 0x9E3779B9; h ^ (h >>> 16) }
+  /**
+   * An interned item (one object per distinct bytes, compared by identity): its bytes, its
+   * hash, how many counters and records hold it, its records in the answering level.
+   */
+  private final class Item(val bytes: Array[Byte], val slot: Int) {
     var refs = 0
     var inWindow = 0
     var listedIn = -1L
+  }
+
+  private object Item {
+    def of(bytes: Array[Byte]): Item = new Item(bytes, hash(bytes))
+
+    /** The bytes' hash spread over all bits (Fibonacci hashing): items' byte hashes run consecutively. */
+    def hash(bytes: Array[Byte]): Int = { val h = java.util.Arrays.hashCode(bytes) * 0x9E3779B9; h ^ (h >>> 16) }
+  }
+
+  /** The interned items by their bytes: open addressing, removals shift entries back (no tombstones). */
+  private final class ItemTable {
+    private var slots = new Array[Item](16)
+    private var count = 0
+
+    def items: Array[Item] = slots.filter(_ != null)
+
+    /** The item of these bytes, or null. */
+    def find(bytes: Array[Byte]): Item = {
+      val h = Item.hash(bytes)
+      val mask = slots.length - 1
+      var i = h & mask
+      while (slots(i) != null && !(slots(i).slot == h && java.util.Arrays.equals(slots(i).bytes, bytes))) i = (i + 1) & mask
+      slots(i)
+    }
+
+    /** Adds an item whose bytes the table does not hold. */
+    def add(it: Item): Unit = {
+      if (2 * (count + 1) > slots.length) {
+        val old = slots
+        slots = new Array[Item](2 * old.length)
+        old.foreach(o => if (o != null) slots(freeSlot(o)) = o)
+      }
+      slots(freeSlot(it)) = it
+      count += 1
+    }
+
+    private def freeSlot(it: Item): Int = {
+      val mask = slots.length - 1
+      var i = it.slot & mask
+      while (slots(i) != null) i = (i + 1) & mask
+      i
+    }
+
+    def remove(it: Item): Unit = {
+      val mask = slots.length - 1
+      var hole = it.slot & mask
+      while (!(slots(hole) eq it)) hole = (hole + 1) & mask
+      var i = (hole + 1) & mask
+      while (slots(i) != null) {
+        val home = slots(i).slot & mask
+        if (((i - home) & mask) >= ((i - hole) & mask)) {
+          slots(hole) = slots(i)
+          hole = i
+        }
+        i = (i + 1) & mask
+      }
+      slots(hole) = null
+      count -= 1
+    }
   }
 }
