@@ -13,7 +13,7 @@ MB = 1 << 20
 # Heap at 10^6 rows, where it was measured lower (docs/production.md, "Memory per group"):
 # percentiles' settled nodes hold one packed array each and the running frame's view one
 # tree slot a value (2.9 MB in time order, 1.7 MB any order; 3.75 and 2.1 MB before, measured in the driver).
-# Top values in time order: a running frame's leveled counts, 0.36 MB measured (2.3 MB as
+# Top values in time order: a running frame's leveled counts, 0.33–0.37 MB measured (2.3 MB as
 # summaries per node, which live keys past 128 tick slices still keep).
 CEILINGS = {("percentile", True): 3.5 * MB, ("percentile", False): 2 * MB, ("top_k", True): MB // 2}
 
