@@ -602,25 +602,34 @@ def test_restart_under_other_parameters_is_refused_naming_them(sketches, change,
         live_window(sketches, "window_mix_positions", state, [], tick, **change)
 
 
+def flipped_verdicts(sketches, spec, state, bits, after, end) -> list[str]:
+    """`state` with each of `bits` flipped (checksum recomputed), each read in one JVM call
+    and fed `after` up to `end`: per flip "read" or the refusal, which must name invalid
+    sketch bytes or a restart under other parameters, never another error."""
+    window, every, aggregates = spec
+    flips = bit_flips(state, bits)
+    found = verdict_lines(sketches.replay.liveWindowVerdicts(
+        window, every, aggregates, b"".join(flips), _longs([len(f) for f in flips]),
+        packed(after), end), len(flips))
+    for bit, verdict in zip(bits, found):
+        assert verdict == "read" or verdict.startswith("invalid sketch bytes: ") or \
+            verdict.startswith("the live window state was written with "), (bit, verdict[:400])
+    return found
+
+
 def test_damaged_state_with_a_matching_checksum_is_refused_or_keeps_working(sketches):
     """Single-bit flips, the checksum recomputed: refused with "invalid sketch bytes" (or,
     for a flip in a parameter, as a restart under other parameters), or read into a state
     that takes the rest of the stream without an error. Every flip in the fixed fields
-    (magic, version, flags, last tick, window, every) is refused but one (below); after them, every fifth
-    bit is flipped (values and hashes are free bits: they load). All in one JVM call."""
+    (magic, version, flags, last tick, window, every) is refused but one (below); after
+    them, every fifth bit is flipped (values and hashes are free bits: they load). All in
+    one JVM call."""
     name = "fuzzed"
     before, tick, after, end, _ = inputs(name)
     state, _ = live_window(sketches, name, b"", before[-60:], tick)
     fixed_bits = 8 * (3 + 3 * 8)
     bits = [*range(fixed_bits), *range(fixed_bits, 8 * (len(state) - 4), 5)]
-    flips = bit_flips(state, bits)
-    window, every, aggregates = FUZZED
-    found = verdict_lines(sketches.replay.liveWindowVerdicts(
-        window, every, aggregates, b"".join(flips), _longs([len(f) for f in flips]),
-        packed(after[:20]), end), len(flips))
-    for bit, verdict in zip(bits, found):
-        assert verdict == "read" or verdict.startswith("invalid sketch bytes: ") or \
-            verdict.startswith("the live window state was written with "), (bit, verdict[:400])
+    found = flipped_verdicts(sketches, FUZZED, state, bits, after[:20], end)
     # But the version's lowest bit: 5 flips to 4, whose layout version 5 only extends (a
     # top values' form these aggregates do not have), so that state reads.
     version_low_bit = 8  # byte 1, bit 0
@@ -642,14 +651,7 @@ def test_damaged_leveled_top_k_state_is_refused_or_keeps_working(sketches):
     state, _ = live_window(sketches, name, b"", before, tick)
     assert slide_forms(sketches, name, state) == "-,bounded"
     bits = list(range(8 * (3 + 3 * 8), 8 * (len(state) - 4), 3))
-    flips = bit_flips(state, bits)
-    window, every, aggregates = SCENARIOS[name]
-    found = verdict_lines(sketches.replay.liveWindowVerdicts(
-        window, every, aggregates, b"".join(flips), _longs([len(f) for f in flips]),
-        packed(after[:20]), end), len(flips))
-    for bit, verdict in zip(bits, found):
-        assert verdict == "read" or verdict.startswith("invalid sketch bytes: ") or \
-            verdict.startswith("the live window state was written with "), (bit, verdict[:400])
+    found = flipped_verdicts(sketches, SCENARIOS[name], state, bits, after[:20], end)
     refused = sum(verdict.startswith("invalid sketch bytes: invalid leveled top-k state") for verdict in found)
     loaded = sum(verdict == "read" for verdict in found)
     assert refused > 50 and loaded > 50, (refused, loaded)

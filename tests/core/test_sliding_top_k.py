@@ -6,6 +6,7 @@ shuffled partials, for sub-windows too; bytes round trip and damage is refused."
 from __future__ import annotations
 
 import collections
+import math
 import struct
 import zlib
 
@@ -15,6 +16,7 @@ import pytest
 from conftest import _flags, _longs, stable_seed
 from sketch_layout import one_bit_flips
 from top_k_reference import check_window
+from windowsketch import _scala_object
 
 K = 5
 
@@ -84,8 +86,6 @@ def exact_limit(eps: float) -> int:
 def test_items_order_as_unsigned_bytes_a_prefix_first(spark):
     """ItemCounts.compare, eight bytes at a time then byte by byte, orders as Python orders
     bytes: pairs of 0 to 20 bytes, mostly a shared prefix with one byte changed anywhere."""
-    from windowsketch import _scala_object
-
     items = _scala_object(spark, "windowsketch.core.frequencies.ItemCounts")
     rng = np.random.default_rng(29)
     for _ in range(600):
@@ -347,14 +347,15 @@ def sliding_counts(ts, items, present, window):
 
 
 def cover_records(eps: float) -> int:
-    """LeveledTopK.coverRecords: with m = ceil(2 / eps) - 1, ceil(12 / eps · (m + 2) / (m + 1)) + m + 2."""
-    m = -(-2 // eps) - 1 if (2 / eps).is_integer() else int(np.ceil(2 / eps)) - 1
-    return int(np.ceil(12 / eps * (m + 2) / (m + 1))) + int(m) + 2
+    """LeveledTopK.coverRecords as docs/top-k.md states it: with m = ceil(2 / eps) - 1,
+    ceil(12 / eps · (m + 2) / (m + 1)) + m + 2."""
+    m = math.ceil(2 / eps) - 1
+    return math.ceil(12 / eps * (m + 2) / (m + 1)) + m + 2
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("window,eps", [(300, 0.3), (3000, 0.3), (10**9, 0.3), (3000, 0.1), (10**9, 0.05)])
-def test_leveled_counts_every_row_in_time_order(sketches, kind, window, eps):
+def test_leveled_counts_every_row_in_time_order(spark, sketches, kind, window, eps):
     """The running frames' leveled counts on every row of 6,000: each listed count within
     bounds at most eps·n apart, every item above eps·n listed, exact whenever the window
     holds fewer than coverRecords rows; levels and what they hold stay within
@@ -364,6 +365,7 @@ def test_leveled_counts_every_row_in_time_order(sketches, kind, window, eps):
     ts, items, present = stream(rng, kind, n)
     out, modes, levels, held = leveled_per_row(sketches, window, eps, ts, items, present)
     cover = cover_records(eps)
+    assert _scala_object(spark, "windowsketch.core.frequencies.LeveledTopK").coverRecords(eps) == cover
     straddled = bounded = 0
     for i, ((listed, effective), counts) in enumerate(zip(out, sliding_counts(ts, items, present, window))):
         rows = sum(counts.values())
