@@ -172,9 +172,8 @@ object Throughput {
    * Heap bytes one group's structure of `family` keeps alive after `rows` values at
    * positions 0, 1, 2, ... in one window of `window` positions: in time order the running
    * frames' structure (for top values [[LeveledTopK]]; live keys slice their windows), else
-   * the mergeable sketch fed the same rows shuffled
-   * (GROUP BY, sketch columns). The collector's used heap with `copies` held, less without,
-   * per copy. Values: uniform doubles, random hashes, counts and sums of 1 to 100, items
+   * the mergeable sketch fed the same rows shuffled (GROUP BY, sketch columns). The
+   * collector's used heap with `copies` held, less without, per copy. Values: uniform doubles, random hashes, counts and sums of 1 to 100, items
    * of a skewed stream over 10^4 values.
    *
    * Measured in a JVM of its own (the serial collector, nothing else running): in a Spark
@@ -274,10 +273,9 @@ object Throughput {
    * rows/100 with the watermark 100 rows behind the newest (those wait in the state); the
    * largest state after any batch once the window is full (it slides on for rows/5 more).
    * Values as [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values the top 5,
-   * samples 5 rows.
+   * samples 5 rows. `top_k unsliced` ticks every rows/200 + 1 instead, past 128 tick slices.
    */
   def liveStateBytes(family: String, rows: Int, eps: Double): Long = {
-    // "top_k unsliced": ticks every window / 200 + 1, past 128 slices: the leveled counts.
     val unsliced = family == "top_k unsliced"
     val aggregate = family match {
       case "top_k unsliced" => LiveTopKAggregate(5, eps)
