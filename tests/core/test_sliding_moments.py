@@ -136,8 +136,9 @@ def test_a_long_stream_stays_small_and_within_the_guarantee(sketches, ordered):
     present = np.ones(n, dtype=bool)
     out = per_row(sketches, window, eps, ts, values, present, ordered)
     assert out[:, WIDTH + 2].min() == 1.0
-    # The ordered buckets compact when they have doubled since the last compaction.
-    assert out[:, WIDTH].max() < (4_000 if ordered else 2_000), out[:, WIDTH].max()
+    # The ordered buckets compact once they have grown by half since the last compaction
+    # (2,382 at most here; 3,215 when they waited to double).
+    assert out[:, WIDTH].max() < (2_800 if ordered else 2_000), out[:, WIDTH].max()
     tail = slice(n - 50, n)
     check_rows_from(out, ts, values, present, window, eps, tail)
 

@@ -8,9 +8,9 @@ import windowsketch.core.count.{ExponentialHistogram, OutOfOrderEventException}
  * window frames ordered by `ts`), answered in O(1) after each row.
  *
  * Rows sit in buckets of consecutive rows, oldest first, each with its exact (n, mean, M2).
- * A compaction, run once the buckets have doubled since the last one (so O(1) amortized a
- * row), walks from the newest bucket to the oldest and merges a bucket into the group
- * after it only when the group then passes [[SlidingMoments]]'s certificate against R, the
+ * A compaction, run once the buckets have grown by half since the last one (so O(1)
+ * amortized a row), walks from the newest bucket to the oldest and merges a bucket into
+ * the group after it only when the group then passes [[SlidingMoments]]'s certificate against R, the
  * rows of every bucket after it: (I) n + 1 <= c n_R and (M) the sum over the group of
  * (x - mean_R)^2 <= c M2_R, with c = eps / 2 (docs/moments.md). Buckets of one timestamp
  * merge freely: they never straddle the window's edge. Only the oldest bucket can straddle
@@ -147,10 +147,18 @@ final class OrderedMoments(val window: Long, val eps: Double) extends MomentsWin
     newer.n = 0L; newer.mean = 0.0; newer.m2 = 0.0
   }
 
+  /**
+   * Moves the buckets to the arrays' start, into arrays of the next compaction's size:
+   * buckets never outnumber it, so memory follows the buckets held, not their peak.
+   */
   private def makeRoom(): Unit = {
     val size = tail - head
-    val capacity = if (size * 2 <= firsts.length) firsts.length else firsts.length * 2
-    def moved[T](a: Array[T], fresh: Array[T]): Array[T] = { System.arraycopy(a, head, fresh, 0, size); fresh }
+    val capacity = math.max(OrderedMoments.InitialCapacity, compactAt)
+    def moved[T](a: Array[T], fresh: => Array[T]): Array[T] = {
+      val to = if (a.length == capacity) a else fresh
+      System.arraycopy(a, head, to, 0, size)
+      to
+    }
     firsts = moved(firsts, new Array[Long](capacity))
     lasts = moved(lasts, new Array[Long](capacity))
     counts = moved(counts, new Array[Long](capacity))
@@ -177,12 +185,10 @@ final class OrderedMoments(val window: Long, val eps: Double) extends MomentsWin
     group.add(counts(w), means(w), m2s(w))
     var i = tail - 2
     while (i >= head) {
-      val candidate = group.copy
-      candidate.add(counts(i), means(i), m2s(i))
-      val oneTimestamp = firsts(i) == gLast
-      if (oneTimestamp || (candidate.n + 1 <= check * after.n &&
-          candidate.squaresAround(after.mean) <= check * after.m2)) {
-        group.n = candidate.n; group.mean = candidate.mean; group.m2 = candidate.m2
+      // (I) on the counts first: most old buckets fail it, and it needs no arithmetic.
+      if (firsts(i) == gLast || (group.n + counts(i) + 1 <= check * after.n &&
+          group.squaresAroundWith(counts(i), means(i), m2s(i), after.mean) <= check * after.m2)) {
+        group.add(counts(i), means(i), m2s(i))
         gFirst = firsts(i)
       } else {
         write(w, gFirst, gLast, group)
@@ -196,7 +202,7 @@ final class OrderedMoments(val window: Long, val eps: Double) extends MomentsWin
     write(w, gFirst, gLast, group)
     head = w
     flip()
-    compactAt = math.max(OrderedMoments.MinCompaction, 2 * (tail - head))
+    compactAt = math.max(OrderedMoments.MinCompaction, (tail - head) + (tail - head) / 2)
   }
 
   private def write(at: Int, first: Long, last: Long, m: Moments): Unit = {
