@@ -78,6 +78,8 @@ def aggregates():
                        alert_below=N404_BELOW).alias("n404"),
             live.sum("bytes", eps=EPS, alert_above=BYTES_ABOVE).alias("bytes"),
             live.distinct("client"),
+            # No alert: written straight in the unsafe form, where the alerted ones are not.
+            live.count(F.col("client").isNotNull(), eps=EPS).alias("requests"),
             live.percentile("latency", [0.5, 0.99]).alias("latency"),
             live.percentile("latency", 0.9).alias("p90"),
             live.moments("latency", eps=EPS).alias("spread"),
@@ -193,7 +195,8 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
             crossings["n404"] += [(key, tick, "above", row.n404.above)] * (row.n404.above is not None)
             crossings["n404"] += [(key, tick, "below", row.n404.below)] * (row.n404.below is not None)
             crossings["bytes"] += [(key, tick, "above", row.bytes.above)] * (row.bytes.above is not None)
-            for got_bounds, exact in ((row.n404, n404), (row.bytes, total)):
+            requests = sum(1 for r in window if r["client"] is not None)
+            for got_bounds, exact in ((row.n404, n404), (row.bytes, total), (row.requests, requests)):
                 assert got_bounds.lower <= exact <= got_bounds.upper, (key, tick)
                 assert abs(got_bounds.estimate - exact) <= EPS * exact, (key, tick)
             assert row.distinct == hll.get((key, tick), 0), (key, tick)
@@ -227,7 +230,8 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
                 seed=SAMPLE_SEED, end=tick), (key, tick)
             checked += 1
         last = emitted[-1]
-        assert (last.n404.upper, last.bytes.upper, last.distinct, last.latency) == (0, 0, 0, None)
+        assert (last.n404.upper, last.bytes.upper, last.requests.upper, last.distinct,
+                last.latency) == (0, 0, 0, 0, None)
         assert list(last.spread) == [None] * len(STATS) and last.top_clients == []
         assert last.some_clients == []
         # Alerts, their states carried across the restart, against the exact windows.
@@ -235,6 +239,7 @@ def test_every_family_in_one_query_across_a_restart(spark, tmp_path):
             fired = [(t, a, c) for k, t, a, c in crossings[name] if k == key]
             check_crossings_against_exact(fired, exact_rows[name], above, below, EPS)
     assert checked > 300 and bounded > 0 and max(r.distinct for r in out) >= 1000
+    assert any(r.requests.lower < r.requests.upper for r in out)  # bounds that are not exact
     assert [sum(1 for c in crossings["n404"] if c[2:] == kind) >= 5
             for kind in (("above", "rise"), ("above", "fall"), ("below", "rise"),
                          ("below", "fall"))] == [True] * 4
@@ -293,6 +298,8 @@ def test_integral_positions_with_a_sum_a_median_and_tied_decimals(spark, tmp_pat
     assert got == [(5, 12, 5.0, [1, 3]), (10, 13, 5.0, [-3, 1]), (15, 5, 1.0, [-4, -3]),
                    (20, 4, 0.0, [-4, 0]), (25, 0, None, []), (30, 9, 9.0, [5]),
                    (35, 9, 9.0, [5]), (40, 0, None, [])]
+    # Sums this small are exact: the bounds are the estimate.
+    assert all(tuple(r.sum) == (r.sum.estimate,) * 3 for r in out if r.k == "a")
 
 
 def test_keys_items_and_samples_of_every_kind_come_out_as_they_went_in(spark, tmp_path):
@@ -315,7 +322,8 @@ def test_keys_items_and_samples_of_every_kind_come_out_as_they_went_in(spark, tm
     null_key = (None, datetime.date(2024, 1, 2), decimal.Decimal("1.50"))
     b_key = ("b", datetime.date(2024, 1, 3), decimal.Decimal("-2.25"))
     assert set(first) == {null_key, b_key}
-    assert first[null_key]["count"].estimate == 3 and first[b_key]["count"].estimate == 1
+    assert tuple(first[null_key]["count"]) == (3, 3, 3)  # estimate, lower, upper: exact
+    assert tuple(first[b_key]["count"]) == (1, 1, 1)
     assert [(t.item, t["count"]) for t in first[null_key].top_k] == \
         [(datetime.datetime(2024, 5, 1, 10, 0), 2)]
     assert [t.item for t in first[b_key].top_k] == [datetime.datetime(2024, 5, 2, 11, 30)]
