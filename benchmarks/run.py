@@ -109,7 +109,8 @@ FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              moments_sliding_rows=500, moments_keys=[10**4, 10**6],
              top_k_rows=1_000_000, top_k_window=10_000, top_k_sliding_rows=500,
              top_k_state_rows=2_000_000, percentile_state_rows=[10**6, 10**8, 10**9],
-             memory_rows=[10**3, 10**4, 10**5, 10**6, 10**7], bounded_frame_rows=2_000_000,
+             memory_rows=[10**3, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9],
+             bounded_frame_rows=2_000_000,
              big_window_rows=30_000_000, sample_rows=1_000_000, sample_window=10_000,
              sample_sliding_rows=500, sample_state_rows=2_000_000, sample_group_rows=10_000_000,
              sample_keys=[10**4, 10**6], filter_rows=10_000_000, filter_window=100_000,
@@ -921,8 +922,10 @@ def memory_per_group(spark, sizes, report):
                     continue
                 eps = 0.05 if family == "distinct" else 0.01
                 # Small structures need copies to rise above the readings' jitter (~1 KB); the
-                # big ones (MBs past 10^6 rows) show alone and would cost minutes each.
-                copies = 1 if rows >= 10**6 and family in ("moments", "percentile", "top_k") else 8
+                # big ones (MBs past 10^6 rows) show alone and would cost minutes each, as does
+                # every family past 10^7 rows (10^9 rows of top values take about 7 minutes).
+                big = family in ("moments", "percentile", "top_k")
+                copies = 1 if rows >= 10**8 or (rows >= 10**6 and big) else 8
                 held = throughput.heldHeapBytes(family, rows, 10**12, eps, ordered, copies)
                 measured_heap[(family, ordered, rows)] = held
                 report.add("memory per group", f"{family} {'in order' if ordered else 'any order'}",
@@ -933,24 +936,27 @@ def memory_per_group(spark, sizes, report):
     report.table(
         "Memory per group against the rows in its window (KB of heap)",
         ["family", "order"] + [f"{r:,} rows" for r in sizes.memory_rows], lines,
-        "One window holding every row (window 10^12 positions), eps 0.01 (distinct counts: "
+        "One window holding every row (window 10^12 positions; any order up to 10^6 rows), "
+        "eps 0.01 (distinct counts: "
         "rsd 0.05), uniform values, items of a skewed stream over 10^4 values (8 bytes each). "
         "Each figure is the collector's used heap, in a JVM of its own, with copies of the "
         "structure held, less without, per copy (Throughput.heldHeapBytes). Percentiles are exact up to 4,096 "
         "values (16,384 in time order, a running frame's limit), top values in time order "
         "below 1,407 rows, then bounded; the other families hold their sketches "
         "from the first row.")
+    # Past 10^7 rows a live state is the heap table's in-order structure written, at minutes a run.
+    live_rows = [r for r in sizes.memory_rows if r <= 10**7]
     live_lines = []
     for family in MEMORY_FAMILIES + ["top_k unsliced"]:
         row = [family]
-        for rows in sizes.memory_rows:
+        for rows in live_rows:
             state = throughput.liveStateBytes(family, rows, 0.05 if family == "distinct" else 0.01)
             report.add("memory per group", f"{family} live state", f"bytes at {rows} rows", state, "bytes")
             row.append(f"{state / 1024:,.1f}")
         live_lines.append(row)
     report.table(
         "Live state per key against the rows in its window (KB of state bytes)",
-        ["family"] + [f"{r:,} rows" for r in sizes.memory_rows], live_lines,
+        ["family"] + [f"{r:,} rows" for r in live_rows], live_lines,
         "One key of `sliding_window` with one family, as the state store holds it "
         "(Throughput.liveStateBytes): one row a position, window of that many rows, a tick every "
         "tenth of it, micro-batches of a hundredth with the watermark 100 rows behind the "

@@ -102,7 +102,7 @@ def state_vs_window(spark, plt) -> None:
         "distinct (window_distinct_sketch, rsd 0.05)": "window_distinct_sketch(id, id, {w})",
         "moments (window_moments_sketch, eps 0.01)": "window_moments_sketch(id, id, {w})",
         "top-k (window_top_k_sketch, eps 0.01)": "window_top_k_sketch(id, id, {w})",
-        "percentile (exact mode)": "window_percentile_sketch(id, id, {w})",
+        "percentile (window_percentile_sketch, eps 0.01)": "window_percentile_sketch(id, id, {w})",
     }
     sizes: dict[str, list[int]] = {name: [] for name in families}
     for w in WINDOW_ROWS:

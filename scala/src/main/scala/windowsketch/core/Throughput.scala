@@ -38,6 +38,15 @@ object Throughput {
     ts
   }
 
+  /**
+   * Row i's time: i in time order, else a shuffle of 0 until rows. Only a shuffle takes an
+   * array, so a window of 10^9 rows in time order costs no 8 GB of times.
+   */
+  private final class RowTimes(val length: Int, ordered: Boolean) {
+    private val shuffledTimes = if (ordered) null else shuffled(length, 10)
+    def apply(i: Int): Long = if (shuffledTimes == null) i.toLong else shuffledTimes(i)
+  }
+
   private def best(rounds: Int)(run: => Long): Double = {
     run // warm-up
     var fastest = Long.MaxValue
@@ -205,7 +214,7 @@ object Throughput {
 
   private def heldHeapBytesHere(family: String, rows: Int, window: Long, eps: Double,
       ordered: Boolean, copies: Int): Long = {
-    val ts = if (ordered) Array.tabulate(rows)(_.toLong) else shuffled(rows, 10)
+    val ts = new RowTimes(rows, ordered)
     val rng = new SplittableRandom(11)
     val items = skewedItems(math.min(rows, 10000), 10000, rng)
     def build(): AnyRef = {
@@ -251,15 +260,14 @@ object Throughput {
 
   /** Rows a sample of k = 5 holds after a prune, one window holding `rows` rows. */
   def sampleHeldRows(rows: Int, window: Long, ordered: Boolean): Int = {
-    val ts = if (ordered) Array.tabulate(rows)(_.toLong) else shuffled(rows, 10)
     val items = skewedItems(math.min(rows, 10000), 10000, new SplittableRandom(11))
-    val s = sampleOf(ts, items, window)
+    val s = sampleOf(new RowTimes(rows, ordered), items, window)
     s.prune()
     s.heldCount
   }
 
   /** A sample of k = 5 of rows at `ts`, values cycling through `items`, answered once. */
-  private def sampleOf(ts: Array[Long], items: Array[Array[Byte]], window: Long): SlidingSample = {
+  private def sampleOf(ts: RowTimes, items: Array[Array[Byte]], window: Long): SlidingSample = {
     val s = new SlidingSample(window, 5, 0L)
     var i = 0
     while (i < ts.length) { s.add(ts(i), items(i % items.length)); i += 1 }
