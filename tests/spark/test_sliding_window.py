@@ -78,7 +78,7 @@ def aggregates():
                        alert_below=N404_BELOW).alias("n404"),
             live.sum("bytes", eps=EPS, alert_above=BYTES_ABOVE).alias("bytes"),
             live.distinct("client"),
-            # No alert: written straight in the unsafe form, where the alerted ones are not.
+            # No alert: the struct is the three bounds alone.
             live.count(F.col("client").isNotNull(), eps=EPS).alias("requests"),
             live.percentile("latency", [0.5, 0.99]).alias("latency"),
             live.percentile("latency", 0.9).alias("p90"),

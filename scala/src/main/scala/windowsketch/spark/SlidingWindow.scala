@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import org.apache.spark.sql.{Column, DataFrame, Row}
 import org.apache.spark.sql.catalyst.CatalystTypeConverters
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeArrayData, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeArrayData}
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.functions.{col, lit, when, xxhash64}
 import org.apache.spark.sql.types._
@@ -141,13 +141,6 @@ object SlidingWindow {
     def reader(c: LiveColumn, dataType: DataType): (LiveSlide, CertifiedAlert) => Any = {
       val (above, below) = (c.above.isDefined, c.below.isDefined)
       val read: (LiveSlide, CertifiedAlert) => Any = {
-        case (s: BoundedSlide, _) if !above && !below =>
-          // Three LONGs: written in the unsafe form an output row copies, unboxed.
-          val row = UnsafeRow.createFromByteArray(UnsafeRow.calculateBitSetWidthInBytes(3) + 3 * 8, 3)
-          row.setLong(0, s.estimate)
-          row.setLong(1, s.lower)
-          row.setLong(2, s.upper)
-          row
         case (s: BoundedSlide, alert) =>
           val values = new Array[Any](3 + (if (above) 1 else 0) + (if (below) 1 else 0))
           values(0) = s.estimate
@@ -240,16 +233,9 @@ object SlidingWindow {
       val read: (LiveSlide, CertifiedAlert) => Any = {
         case (s: LiveMomentsSlide, _) =>
           val m = s.answer
-          // Five DOUBLEs (NULL where Spark's are): in the unsafe form an output row copies, unboxed.
-          val row = UnsafeRow.createFromByteArray(
-            UnsafeRow.calculateBitSetWidthInBytes(Statistics.length) + Statistics.length * 8, Statistics.length)
-          def put(i: Int, a: Array[Double]): Unit = if (a == null) row.setNullAt(i) else row.setDouble(i, a(0))
-          put(0, m.avg)
-          put(1, m.variance(false))
-          put(2, m.variance(true))
-          put(3, m.stddev(false))
-          put(4, m.stddev(true))
-          row
+          def estimate(a: Array[Double]): Any = if (a == null) null else a(0)
+          new GenericInternalRow(Array[Any](estimate(m.avg), estimate(m.variance(false)),
+            estimate(m.variance(true)), estimate(m.stddev(false)), estimate(m.stddev(true))))
       }
       read
     }
