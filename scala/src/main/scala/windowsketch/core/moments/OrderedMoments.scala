@@ -10,12 +10,12 @@ import windowsketch.core.count.{ExponentialHistogram, OutOfOrderEventException}
  * Rows sit in buckets of consecutive rows, oldest first, each with its exact (n, mean, M2).
  * A compaction, run once the buckets have grown by half since the last one (so O(1)
  * amortized a row), walks from the newest bucket to the oldest and merges a bucket into
- * the group after it only when the group then passes [[SlidingMoments]]'s certificate against R, the
- * rows of every bucket after it: (I) n + 1 <= c n_R and (M) the sum over the group of
- * (x - mean_R)^2 <= c M2_R, with c = eps / 2 (docs/moments.md). Buckets of one timestamp
- * merge freely: they never straddle the window's edge. Only the oldest bucket can straddle
- * it, and its certificate's R lies inside the window, which gives the bounds and
- * guarantees of [[WindowMoments]] as for the dyadic sketch.
+ * the group after it only when the group then passes [[SlidingMoments]]'s certificate
+ * against R, the rows of every bucket after it: (I) n + 1 <= c n_R and (M) the sum over
+ * the group of (x - mean_R)^2 <= c M2_R, with c = eps / 2 (docs/moments.md). Buckets of
+ * one timestamp merge freely: they never straddle the window's edge. Only the oldest
+ * bucket can straddle it, and its certificate's R lies inside the window, which gives the
+ * bounds and guarantees of [[WindowMoments]] as for the dyadic sketch.
  *
  * The window's buckets are read as a two-stack queue: the older buckets carry the moments
  * of themselves and every bucket up to the split (suffixes), the newer ones one running
