@@ -947,7 +947,7 @@ def memory_per_group(spark, sizes, report):
     # Past 10^7 rows a live state is the heap table's in-order structure written, at minutes a run.
     live_rows = [r for r in sizes.memory_rows if r <= 10**7]
     live_lines = []
-    for family in MEMORY_FAMILIES + ["top_k unsliced"]:
+    for family in MEMORY_FAMILIES + ["top_k unsliced", "moments unsliced"]:
         row = [family]
         for rows in live_rows:
             state = throughput.liveStateBytes(family, rows, 0.05 if family == "distinct" else 0.01)
@@ -963,7 +963,8 @@ def memory_per_group(spark, sizes, report):
         "newest (they wait in the state: a byte or two each for counts, about 10 for values); "
         "the largest state after a batch once the window is full. eps 0.01 (distinct counts: "
         "rsd 0.05), values as above. `top_k unsliced`: ticks every window / 200 + 1 positions, "
-        "past 128 tick slices, so the key keeps the running frames' leveled counts.")
+        "past 128 tick slices, so the key keeps the running frames' leveled counts; `moments "
+        "unsliced`: every window / 2,000 + 1, past 1,024, so it keeps their buckets.")
     return measured_heap
 
 

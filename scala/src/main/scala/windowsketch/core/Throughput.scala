@@ -281,12 +281,19 @@ object Throughput {
    * rows/100 with the watermark 100 rows behind the newest (those wait in the state); the
    * largest state after any batch once the window is full (it slides on for rows/5 more).
    * Values as [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values the top 5,
-   * samples 5 rows. `top_k unsliced` ticks every rows/200 + 1 instead, past 128 tick slices.
+   * samples 5 rows. `top_k unsliced` ticks every rows/200 + 1 instead, past 128 tick slices,
+   * and `moments unsliced` every rows/2,000 + 1, past 1,024: they keep the in-order
+   * structures of running frames.
    */
   def liveStateBytes(family: String, rows: Int, eps: Double): Long = {
-    val unsliced = family == "top_k unsliced"
+    val every = family match {
+      case "top_k unsliced" => rows / 200 + 1
+      case "moments unsliced" => rows / 2000 + 1
+      case _ => math.max(1, rows / 10)
+    }
     val aggregate = family match {
       case "top_k unsliced" => LiveTopKAggregate(5, eps)
+      case "moments unsliced" => LiveMomentsAggregate(eps)
       case "count" => LiveCountAggregate(eps)
       case "sum" => LiveSumAggregate(eps)
       case "distinct" => LiveDistinctAggregate(eps)
@@ -295,7 +302,7 @@ object Throughput {
       case "top_k" => LiveTopKAggregate(5, eps)
       case "sample" => LiveSampleAggregate(5, 0L)
     }
-    val live = new LiveWindow(rows, if (unsliced) rows / 200 + 1 else math.max(1, rows / 10), IndexedSeq(aggregate))
+    val live = new LiveWindow(rows, every, IndexedSeq(aggregate))
     val rng = new SplittableRandom(11)
     val items = skewedItems(math.min(rows, 10000), 10000, rng)
     val (batch, lag, total) = (math.max(1, rows / 100), 100, rows + rows / 5)
