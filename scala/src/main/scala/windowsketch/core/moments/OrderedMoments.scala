@@ -148,12 +148,16 @@ final class OrderedMoments(val window: Long, val eps: Double) extends MomentsWin
   }
 
   /**
-   * Moves the buckets to the arrays' start, into arrays of the next compaction's size:
-   * buckets never outnumber it, so memory follows the buckets held, not their peak.
+   * Moves the buckets to the arrays' start, into arrays of the next compaction's size
+   * rounded up to an eighth of its power of two: buckets never outnumber it, so memory
+   * follows the buckets held, not their peak, and arrays are reused while the next
+   * compaction's size stays in its class (it moves by a few percent a compaction).
    */
   private def makeRoom(): Unit = {
     val size = tail - head
-    val capacity = math.max(OrderedMoments.InitialCapacity, compactAt)
+    val needed = math.max(OrderedMoments.InitialCapacity, compactAt)
+    val step = Integer.highestOneBit(needed) >>> 3
+    val capacity = (needed + step - 1) / step * step
     def moved[T](a: Array[T], fresh: => Array[T]): Array[T] = {
       val to = if (a.length == capacity) a else fresh
       System.arraycopy(a, head, to, 0, size)
