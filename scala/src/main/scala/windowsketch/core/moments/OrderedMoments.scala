@@ -185,14 +185,22 @@ final class OrderedMoments(val window: Long, val eps: Double) extends MomentsWin
     var w = tail - 1        // where the newest group is written; groups are written downwards
     var gFirst = firsts(w)
     var gLast = lasts(w)
-    val group = new Moments
+    var group = new Moments
     group.add(counts(w), means(w), m2s(w))
+    var candidate = new Moments // the group with the next older bucket: the group if it merges
     var i = tail - 2
     while (i >= head) {
+      val oneTimestamp = firsts(i) == gLast
       // (I) on the counts first: most old buckets fail it, and it needs no arithmetic.
-      if (firsts(i) == gLast || (group.n + counts(i) + 1 <= check * after.n &&
-          group.squaresAroundWith(counts(i), means(i), m2s(i), after.mean) <= check * after.m2)) {
-        group.add(counts(i), means(i), m2s(i))
+      val merges = (oneTimestamp || group.n + counts(i) + 1 <= check * after.n) && {
+        candidate.n = group.n; candidate.mean = group.mean; candidate.m2 = group.m2
+        candidate.add(counts(i), means(i), m2s(i))
+        oneTimestamp || candidate.squaresAround(after.mean) <= check * after.m2
+      }
+      if (merges) {
+        val previous = group
+        group = candidate
+        candidate = previous
         gFirst = firsts(i)
       } else {
         write(w, gFirst, gLast, group)

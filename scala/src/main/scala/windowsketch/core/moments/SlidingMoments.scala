@@ -435,17 +435,6 @@ final class Moments {
   }
 
   def copy: Moments = { val c = new Moments; c.add(n, mean, m2); c }
-
-  /** [[squaresAround]] of these values together with another group's, as [[add]] would combine them. */
-  def squaresAroundWith(otherN: Long, otherMean: Double, otherM2: Double, center: Double): Double =
-    if (n == 0) { val d = otherMean - center; otherM2 + otherN * d * d }
-    else {
-      val total = Math.addExact(n, otherN)
-      val delta = otherMean - mean
-      val share = otherN.toDouble / total
-      val d = mean + delta * share - center
-      (m2 + (otherM2 + delta * delta * n.toDouble * share)) + total * d * d
-    }
 }
 
 /**
