@@ -182,8 +182,9 @@ object Throughput {
    * positions 0, 1, 2, ... in one window of `window` positions: in time order the running
    * frames' structure (for top values [[LeveledTopK]]; live keys slice their windows), else
    * the mergeable sketch fed the same rows shuffled (GROUP BY, sketch columns). The
-   * collector's used heap with `copies` held, less without, per copy. Values: uniform doubles, random hashes, counts and sums of 1 to 100, items
-   * of a skewed stream over 10^4 values.
+   * collector's used heap with `copies` held, less without, per copy. Values: uniform
+   * doubles, random hashes, counts and sums of 1 to 100, items of a skewed stream over 10^4
+   * values.
    *
    * Measured in a JVM of its own (the serial collector, nothing else running): in a Spark
    * driver, other threads free memory between the two readings (the context cleaner's
