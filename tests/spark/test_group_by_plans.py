@@ -171,47 +171,6 @@ def test_a_table_size_that_is_not_a_positive_size_is_refused_by_name(spark, keye
     assert f"{TABLE_BYTES} must be a positive size such as 256m or 1g, got '{value}'" in str(error.value)
 
 
-BATCH_ROWS = "spark.windowsketch.groupBy.batchRows"
-
-
-@contextlib.contextmanager
-def batch_rows(spark, value):
-    spark.conf.set(BATCH_ROWS, value)
-    try:
-        yield
-    finally:
-        spark.conf.unset(BATCH_ROWS)
-
-
-def test_batched_rows_leave_every_keys_sketch_as_rows_one_by_one_would(spark):
-    """The map side's table reads a batch of rows and hands each key its rows in one run: the
-    sketches' bytes (as written to the shuffle and returned) and answers equal those of rows
-    handed over one at a time, for batches that fill many times or never (a task's 60,000
-    rows), with runs of one row to hundreds a key, rows mostly in time order with ties and
-    some late, and the table growing (past 512 keys) with rows waiting."""
-    spark.range(120_000, numPartitions=2).selectExpr(
-        "IF(id < 100000, id % 37, id % 1500) AS k",
-        "IF(id % 10 = 0, id DIV 3 - (id * 7919) % 2000, id DIV 3) AS ts",
-        "(id * 31) % 10 < 4 AS v").createOrReplaceTempView("batched_rows")
-    query = ("SELECT k, window_sketch(v, ts, 1000), approx_window_sum(CAST(pmod(ts, 7) AS INT), ts, 5000), "
-             f"approx_window_count_bounds(v, ts, 20000, {EPS}) FROM batched_rows GROUP BY k")
-    with batch_rows(spark, "1"):
-        one_by_one = sorted(map(tuple, spark.sql(query).collect()))
-    assert len(one_by_one) == 1500
-    for rows in ["7", "1000", "65536"]:
-        with batch_rows(spark, rows):
-            plan = spark.sql(query)
-            assert sorted(map(tuple, plan.collect())) == one_by_one, rows
-            assert partial_node(final_plan(plan), 1500).metrics().get("numKeysSorted").get().value() == 0
-
-
-@pytest.mark.parametrize("value", ["many", "0", "-3", "1.5"])
-def test_a_batch_size_that_is_not_a_positive_row_count_is_refused_by_name(spark, keyed_events, value):
-    with batch_rows(spark, value), pytest.raises(Exception) as error:
-        spark.sql(QUERY).collect()
-    assert f"{BATCH_ROWS} must be a positive number of rows such as 65536, got '{value}'" in str(error.value)
-
-
 def test_past_the_tables_keys_every_key_answers_its_exact_count(spark):
     """More keys a task than the table holds (MaxTableKeys), spread over both tasks: the
     rest sorts, and every key's count equals the exact count of its window (a handful of

@@ -112,14 +112,7 @@ abstract class OrderedCountAggregate extends WindowCountAggregate with OrderedIn
     else super.createAggregationBuffer()
 
   override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch =
-    inTimeOrder(super.update(buffer, input))
-
-  override def updateRun(buffer: AnyRef, read: Array[Boolean], times: Array[Long],
-      values: Array[Long], from: Int, to: Int): AnyRef =
-    inTimeOrder(super.updateRun(buffer, read, times, values, from, to))
-
-  private def inTimeOrder[T](rows: => T): T =
-    try rows
+    try super.update(buffer, input)
     catch {
       case e: OutOfOrderEventException =>
         throw new IllegalStateException(

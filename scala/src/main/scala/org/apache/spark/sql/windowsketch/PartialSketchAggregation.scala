@@ -19,10 +19,7 @@ import org.apache.spark.unsafe.Platform
  * `fixedKeyBytes`, so a probe reads one cache line where copied rows' bytes missed cache
  * at 10^4 keys), with the key's sketches beside it in one array, and the aggregates' own `update` is
  * called on them: no map entries, buffer rows or per-row closures, which were most of
- * Spark's object hash aggregation's time at 10^4 keys (JDK Flight Recorder). Where every
- * aggregate is a [[RowRunAggregate]] (counts and sums), rows wait in a batch of up to
- * `batchRows` and each key then takes its rows in one run, in the order they came, so its
- * sketch is fetched from memory once a run instead of once a row. Past `maxKeys`
+ * Spark's object hash aggregation's time at 10^4 keys (JDK Flight Recorder). Past `maxKeys`
  * keys, rows of keys on the table still go into it and the others go to `rest` (Spark's
  * own iterator, which sorts them). Once the keys and their buffers hold more than
  * `byteBudget` (each buffer's [[BoundedBufferAggregate.heldBytes]], read after its row), or
@@ -41,7 +38,6 @@ private[windowsketch] final class PartialSketchAggregation(
     result: UnsafeProjection,
     maxKeys: Int,
     byteBudget: Long,
-    batchRows: Int,
     rest: Iterator[InternalRow] => Iterator[InternalRow],
     numOutputRows: SQLMetric,
     aggTime: SQLMetric,
@@ -55,13 +51,6 @@ private[windowsketch] final class PartialSketchAggregation(
   }
   // The operator is planned only where every aggregate is one.
   private val sized = functions.map(_.asInstanceOf[BoundedBufferAggregate])
-  // When every aggregate reads its rows as runs, rows wait in a batch and each key takes its
-  // rows in one run once the batch is full ([[RowRunAggregate]]).
-  private val runs: Array[RowRunAggregate] =
-    if (compact.forall(_ == null) && functions.forall(_.isInstanceOf[RowRunAggregate])) {
-      functions.map(_.asInstanceOf[RowRunAggregate])
-    } else null
-  private val batch = if (runs != null) new RowBatch(runs, batchRows) else null
   private var capacity = InitialCapacity
   private var keys = new TableSlots(capacity, keyFields, fixedKeyBytes)
   private var buffers = new Array[AnyRef](capacity * width)
@@ -121,18 +110,14 @@ private[windowsketch] final class PartialSketchAggregation(
       val slot = slotOf(key, hash)
       if (!keys.filled(slot) && keyCount == maxKeys) overflow = row.copy()
       else {
-        if (keys.filled(slot)) take(slot, row)
+        if (keys.filled(slot)) update(slot, row)
         else {
           insert(slot, key, hash)
-          take(slot, row)
-          if (2 * keyCount > capacity) {
-            if (batch != null) updateFromBatch() // its rows' slots move
-            grow()
-          }
+          update(slot, row)
+          if (2 * keyCount > capacity) grow()
         }
       }
     }
-    if (batch != null) updateFromBatch()
     tail = if (overflow != null || (full && input.hasNext)) rest(new RowsOffTable(overflow))
       else Iterator.empty
     aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
@@ -157,67 +142,20 @@ private[windowsketch] final class PartialSketchAggregation(
     keyCount += 1
   }
 
-  /** `row` into its key's buffers at `slot`, now or with the batch. */
-  private def take(slot: Int, row: InternalRow): Unit =
-    if (batch == null) update(slot, row)
-    else {
-      val grown = batch.add(slot, row)
-      if (grown > 0) {
-        heldBytes += grown
-        if (heldBytes > byteBudget) full = true
-      }
-      if (batch.isFull) updateFromBatch()
-    }
-
   /** `row` into its key's buffers at `slot`; past the budget or a compact bound, `full`. */
   private def update(slot: Int, row: InternalRow): Unit = {
     val base = slot * width
+    var bytes = 0L
     var i = 0
     while (i < width) {
       buffers(base + i) = functions(i).update(buffers(base + i), row)
       if (compact(i) != null && !compact(i).isCompact(buffers(base + i))) full = true
+      bytes += sized(i).heldBytes(buffers(base + i))
       i += 1
     }
-    noteBytes(slot)
-  }
-
-  /** Reads the heap the key at `slot` holds now; past the budget, `full`. */
-  private def noteBytes(slot: Int): Unit = {
-    val base = slot * width
-    var bytes = 0L
-    var i = 0
-    while (i < width) { bytes += sized(i).heldBytes(buffers(base + i)); i += 1 }
     heldBytes += bytes - keys.bytes(slot)
     keys.setBytes(slot, bytes)
     if (heldBytes > byteBudget) full = true
-  }
-
-  /**
-   * The batch's rows into their keys' buffers, each key's rows in one run in the order
-   * they came, so every buffer ends as row-by-row updates would leave it. The budget is
-   * checked once a batch: the table may pass it by one batch's growth.
-   */
-  private def updateFromBatch(): Unit = {
-    val n = batch.size
-    if (n == 0) return
-    val slots = batch.sortBySlot(capacity)
-    var a = 0
-    while (a < n) {
-      val slot = slots(a)
-      var b = a + 1
-      while (b < n && slots(b) == slot) b += 1
-      val base = slot * width
-      var i = 0
-      while (i < width) {
-        val offset = i * batch.capacity
-        buffers(base + i) = runs(i).updateRun(buffers(base + i), batch.sortedRead,
-          batch.sortedTimes, batch.sortedValues, offset + a, offset + b)
-        i += 1
-      }
-      noteBytes(slot)
-      a = b
-    }
-    batch.clear()
   }
 
   /**
@@ -270,100 +208,6 @@ private[windowsketch] final class PartialSketchAggregation(
       old += 1
     }
   }
-}
-
-/**
- * Rows read by [[RowRunAggregate.readRow]] with their keys' table slots, up to `maxRows`
- * (arrays grown as rows come): at 10^4 keys a task, a batch of 65,536 holds about 6 rows a
- * key. Aggregate i's rows are at i * capacity + row.
- */
-private final class RowBatch(runs: Array[RowRunAggregate], maxRows: Int) {
-  private val width = runs.length
-  var capacity = 0
-  var size = 0
-  private var slots = Array.emptyIntArray
-  private var read = Array.emptyBooleanArray
-  private var times = Array.emptyLongArray
-  private var values = Array.emptyLongArray
-  private var slotsSorted = Array.emptyIntArray
-  var sortedRead: Array[Boolean] = Array.emptyBooleanArray
-  var sortedTimes: Array[Long] = Array.emptyLongArray
-  var sortedValues: Array[Long] = Array.emptyLongArray
-  private var starts = Array.emptyIntArray
-
-  def isFull: Boolean = size == maxRows
-
-  /** Reads `row` for the key at `slot`; returns the bytes the batch's arrays grew by. */
-  def add(slot: Int, row: InternalRow): Long = {
-    val grown = if (size == capacity) grow() else 0L
-    slots(size) = slot
-    var i = 0
-    while (i < width) {
-      val at = i * capacity + size
-      read(at) = runs(i).readRow(row, times, values, at)
-      i += 1
-    }
-    size += 1
-    grown
-  }
-
-  def clear(): Unit = size = 0
-
-  /**
-   * Orders the rows by slot, keeping their order within a slot (a counting sort over the
-   * table's `tableCapacity` slots), into the sorted arrays; returns their slots.
-   */
-  def sortBySlot(tableCapacity: Int): Array[Int] = {
-    if (starts.length < tableCapacity + 1) starts = new Array[Int](tableCapacity + 1)
-    else java.util.Arrays.fill(starts, 0, tableCapacity + 1, 0)
-    var j = 0
-    while (j < size) { starts(slots(j) + 1) += 1; j += 1 }
-    var s = 0
-    while (s < tableCapacity) { starts(s + 1) += starts(s); s += 1 }
-    j = 0
-    while (j < size) {
-      val slot = slots(j)
-      val to = starts(slot)
-      starts(slot) = to + 1
-      slotsSorted(to) = slot
-      var i = 0
-      while (i < width) {
-        val offset = i * capacity
-        sortedRead(offset + to) = read(offset + j)
-        sortedTimes(offset + to) = times(offset + j)
-        sortedValues(offset + to) = values(offset + j)
-        i += 1
-      }
-      j += 1
-    }
-    slotsSorted
-  }
-
-  private def grow(): Long = {
-    val old = capacity
-    capacity = math.min(maxRows, math.max(RowBatch.FirstRows, 2 * capacity))
-    def widened[T](a: Array[T], fresh: Int => Array[T]): Array[T] = {
-      val to = fresh(capacity * width)
-      var i = 0
-      while (i < width) { System.arraycopy(a, i * old, to, i * capacity, size); i += 1 }
-      to
-    }
-    slots = java.util.Arrays.copyOf(slots, capacity)
-    read = widened[Boolean](read, new Array[Boolean](_))
-    times = widened[Long](times, new Array[Long](_))
-    values = widened[Long](values, new Array[Long](_))
-    slotsSorted = new Array[Int](capacity)
-    sortedRead = new Array[Boolean](capacity * width)
-    sortedTimes = new Array[Long](capacity * width)
-    sortedValues = new Array[Long](capacity * width)
-    (capacity - old).toLong * RowBatch.bytesPerRow(width)
-  }
-}
-
-private object RowBatch {
-  val FirstRows = 1024
-  /** Two copies of a row's slot, and of whether it was read, its time and value per aggregate. */
-  def bytesPerRow(width: Int): Long = 2L * (4 + 17L * width)
 }
 
 private[windowsketch] object PartialSketchAggregation {

@@ -29,25 +29,6 @@ trait BoundedBufferAggregate {
 }
 
 /**
- * An aggregate each of whose rows comes down to a time and one 64-bit value, so the map
- * side's table can read a batch of rows and hand each key its rows in one run
- * ([[PartialSketchAggregation]]): at 10^4 keys, a row's first touch of its key's sketch
- * missed cache once a row (JDK Flight Recorder). `updateRun` over the rows `readRow` read
- * must leave the buffer exactly as `update` over those rows, in the same order, would.
- */
-trait RowRunAggregate {
-  /**
-   * Reads `input` into `times(at)` and `values(at)`, checking it as `update` does; false
-   * when the row adds nothing (a NULL time).
-   */
-  def readRow(input: InternalRow, times: Array[Long], values: Array[Long], at: Int): Boolean
-
-  /** `update` for the rows `from` until `to` read by [[readRow]], those it read (`read`). */
-  def updateRun(buffer: AnyRef, read: Array[Boolean], times: Array[Long], values: Array[Long],
-      from: Int, to: Int): AnyRef
-}
-
-/**
  * An aggregate whose buffer stays under [[bufferBytesBound]] only while it is compact (a
  * distinct-count sketch's buffer of rows), and may then grow far past it: our own table
  * ends at the first buffer that is not compact, and Spark's iterator keeps Spark's own
@@ -87,8 +68,7 @@ case class SketchHashAggregateExec(
     child: SparkPlan,
     bytesPerKey: Long,
     minFallbackThreshold: Int,
-    tableBytes: Long,
-    batchRows: Int)
+    tableBytes: Long)
   extends BaseAggregateExec {
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
@@ -161,7 +141,7 @@ case class SketchHashAggregateExec(
       UnsafeRow.calculateBitSetWidthInBytes(keyTypes.length) + 8 * keyTypes.length
     } else 0
     new PartialSketchAggregation(rows, groupingKey, keyTypes.length, fixedKeyBytes, functions, result,
-      SketchHashAggregateExec.MaxTableKeys, budget, batchRows, rest,
+      SketchHashAggregateExec.MaxTableKeys, budget, rest,
       longMetric("numOutputRows"), longMetric("aggTime"), longMetric("numKeysSorted"))
   }
 
@@ -214,25 +194,6 @@ object SketchHashAggregateExec {
    */
   val TableBytesKey = "spark.windowsketch.groupBy.tableBytes"
 
-  /**
-   * Rows the map side's table reads before it hands each key its rows in one run, for count
-   * and sum aggregates ([[RowRunAggregate]]): a row waits as two copies of its slot, time,
-   * value and flag, 42 bytes with one aggregate (2.75 MB a task at the default, counted in
-   * the table's bytes); 1 hands each row over as it comes.
-   */
-  val BatchRowsKey = "spark.windowsketch.groupBy.batchRows"
-  val DefaultBatchRows = 65536
-
-  /** [[BatchRowsKey]]'s value: a positive number of rows, or an error naming the setting. */
-  def batchRows(value: String): Int = {
-    val rows = try value.trim.toInt catch { case _: NumberFormatException => 0 }
-    if (rows <= 0) {
-      throw new IllegalArgumentException(
-        s"$BatchRowsKey must be a positive number of rows such as 65536, got '$value'")
-    }
-    rows
-  }
-
   /** [[TableBytesKey]]'s value as bytes: a positive size, or an error naming the setting. */
   def tableBytes(value: String): Long = {
     val bytes = try JavaUtils.byteStringAsBytes(value.trim) catch {
@@ -261,10 +222,6 @@ object SketchHashAggregates extends Rule[SparkPlan] {
         case null => 0L // a task's share of user memory
         case set => SketchHashAggregateExec.tableBytes(set)
       }
-      val batchRows = conf.getConfString(SketchHashAggregateExec.BatchRowsKey, null) match {
-        case null => SketchHashAggregateExec.DefaultBatchRows
-        case set => SketchHashAggregateExec.batchRows(set)
-      }
       plan.transformUp {
         case a: ObjectHashAggregateExec if a.aggregateExpressions.nonEmpty &&
             a.aggregateExpressions.forall(_.aggregateFunction.isInstanceOf[BoundedBufferAggregate]) =>
@@ -273,7 +230,7 @@ object SketchHashAggregates extends Rule[SparkPlan] {
           SketchHashAggregateExec(a.requiredChildDistributionExpressions, a.isStreaming,
             a.numShufflePartitions, a.groupingExpressions, a.aggregateExpressions,
             a.aggregateAttributes, a.initialInputBufferOffset, a.resultExpressions, a.child,
-            bytesPerKey, conf.objectAggSortBasedFallbackThreshold, tableBytes, batchRows)
+            bytesPerKey, conf.objectAggSortBasedFallbackThreshold, tableBytes)
       }
     }
 }

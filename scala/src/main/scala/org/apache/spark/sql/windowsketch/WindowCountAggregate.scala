@@ -17,7 +17,7 @@ import windowsketch.core.count.{DyadicWindowSketch, WindowCountSketch}
  */
 abstract class WindowCountAggregate
   extends TypedImperativeAggregate[WindowCountSketch] with QuaternaryLike[Expression]
-  with BoundedBufferAggregate with RowRunAggregate {
+  with BoundedBufferAggregate {
 
   def v: Expression
   def ts: Expression
@@ -66,24 +66,6 @@ abstract class WindowCountAggregate
   override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch = {
     if (!time.isNullIn(input)) buffer.add(time.of(input), weightIn(input))
     buffer
-  }
-
-  override def readRow(input: InternalRow, times: Array[Long], values: Array[Long], at: Int): Boolean =
-    !time.isNullIn(input) && {
-      times(at) = time.of(input)
-      values(at) = weightIn(input)
-      true
-    }
-
-  override def updateRun(buffer: AnyRef, read: Array[Boolean], times: Array[Long],
-      values: Array[Long], from: Int, to: Int): AnyRef = {
-    val sketch = buffer.asInstanceOf[WindowCountSketch]
-    var j = from
-    while (j < to) {
-      if (read(j)) sketch.add(times(j), values(j))
-      j += 1
-    }
-    sketch
   }
 
   private def weightIn(input: InternalRow): Long =
