@@ -216,3 +216,45 @@ def test_a_burst_at_one_timestamp_is_within_eps(sketches, values):
                   np.zeros(n), False)
     assert out[0, 0] == n and out[0, 1] == 0
     assert check_answer(out[0], x, eps) <= 0.5
+
+
+def test_the_answering_view_counts_past_2_31_rows(spark):
+    """The view a running frame answers from keeps its prefix sums in ints while its weight
+    stays below 2^31 and in longs past it: selections over weights near and past 2^31, and
+    as weight-1 rows carry the total across 2^31 one at a time, equal the weighted sort's."""
+    jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
+
+    def java_array(kind, items):
+        array = gateway.new_array(kind, len(items))
+        for i, item in enumerate(items):
+            array[i] = item
+        return array
+
+    ps = [0.0, 1e-9, 0.1, 0.5, 0.75, 0.999999, 1.0]
+
+    def check(view, held):
+        total = sum(held.values())
+        assert view.total() == total
+        answer = view.answer(java_array(jvm.double, ps), total, 0, 0, 0.0, False)
+        ordered = sorted(held.items())
+        for p, estimate in zip(ps, list(answer.estimates())):
+            target, reached = max(1, math.ceil(p * total)), 0
+            for value, weight in ordered:
+                reached += weight
+                if reached >= target:
+                    break
+            assert estimate == value, (p, total, estimate, value)
+
+    values = [1.0, 2.0, 3.0, 4.0]
+    for weights in ([2**31 - 6, 1, 1, 1], [2**31, 5, 2**30, 7]):
+        view = jvm.windowsketch.core.quantiles.WeightedValues(
+            java_array(jvm.double, values), java_array(jvm.long, weights))
+        held = dict(zip(values, weights))
+        check(view, held)
+        for extra in [2.5, 0.5, 2.5, 5.0, 1.0, 3.5]:
+            view.addExtra(extra)
+            held[extra] = held.get(extra, 0) + 1
+            check(view, held)
+        view.subtract(1.0, 2**30)
+        held[1.0] -= 2**30
+        check(view, held)

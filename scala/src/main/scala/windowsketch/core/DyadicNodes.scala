@@ -54,7 +54,9 @@ private[core] object DyadicNodes {
     val los = new Array[Long](nodes.size) // unboxed, for the searches
     var i = nodes.size - 1
     while (i >= 0) { after(i) = Math.addExact(after(i + 1), nodes(i).total); los(i) = nodes(i).lo; i -= 1 }
-    val out = new ArrayBuffer[N](nodes.size)
+    // Grown as nodes come: sized for the input, the buffer the sketch keeps would hold room
+    // for every pending leaf that collapsed (20,000 slots for 4,000 nodes in a running frame).
+    val out = new ArrayBuffer[N]()
 
     def visit(k: Int, lo: Long, a: Int, b: Int, above: Long): Unit = {
       val subtree = after(a) - after(b)

@@ -784,20 +784,25 @@ object CompactQuantiles {
  */
 private[core] final class WeightedValues(values: Array[Double], weights: Array[Long]) {
   private val m = values.length
-  // 1-based: slot s at s + 1.
-  private val tree = new Array[Long](m + 2)
+  // 1-based: slot s at s + 1. Every entry is a sum of weights, at most the total: ints
+  // while the total stays below 2^31 (`narrow`, half the view's heap), else longs (`wide`).
+  private val slots = m + 2
+  private var narrow: Array[Int] = null
+  private var wide: Array[Long] = null
   private val extra = new SortedBlocks
   private var weight = 0L
 
   {
+    val tree = new Array[Long](slots)
     var i = 0
     while (i < m) { tree(i + 1) = weights(i); weight = Math.addExact(weight, weights(i)); i += 1 }
     i = 1
-    while (i < tree.length) {
+    while (i < slots) {
       val parent = i + (i & -i)
-      if (parent < tree.length) tree(parent) += tree(i)
+      if (parent < slots) tree(parent) += tree(i)
       i += 1
     }
+    if (weight < Int.MaxValue) narrow = tree.map(_.toInt) else wide = tree
   }
 
   /** The weight held. */
@@ -805,6 +810,7 @@ private[core] final class WeightedValues(values: Array[Double], weights: Array[L
 
   /** Adds a weight-1 value. */
   def addExtra(x: Double): Unit = {
+    if (narrow != null && weight + 1 >= Int.MaxValue) { wide = narrow.map(_.toLong); narrow = null }
     extra.insert(x)
     add(SlidingQuantiles.upperBound(values, m, x), 1L)
     weight += 1
@@ -818,14 +824,19 @@ private[core] final class WeightedValues(values: Array[Double], weights: Array[L
 
   private def add(q: Int, w: Long): Unit = {
     var i = q + 1
-    while (i < tree.length) { tree(i) += w; i += i & -i }
+    if (narrow != null) {
+      val d = w.toInt // |w| is at most the total
+      while (i < slots) { narrow(i) += d; i += i & -i }
+    } else while (i < slots) { wide(i) += w; i += i & -i }
   }
+
+  private def entry(i: Int): Long = if (narrow != null) narrow(i) else wide(i)
 
   /** The weight at slots 0 .. q. */
   private def prefix(q: Int): Long = {
     var sum = 0L
     var i = q + 1
-    while (i > 0) { sum += tree(i); i -= i & -i }
+    while (i > 0) { sum += entry(i); i -= i & -i }
     sum
   }
 
@@ -833,10 +844,10 @@ private[core] final class WeightedValues(values: Array[Double], weights: Array[L
   private def firstReaching(t: Long): Int = {
     var position = 0
     var rest = t
-    var step = Integer.highestOneBit(tree.length - 1)
+    var step = Integer.highestOneBit(slots - 1)
     while (step > 0) {
       val next = position + step
-      if (next < tree.length && tree(next) < rest) { position = next; rest -= tree(next) }
+      if (next < slots && entry(next) < rest) { position = next; rest -= entry(next) }
       step >>>= 1
     }
     position // 1-based `position + 1` is the answer's index: its 0-based position is `position`

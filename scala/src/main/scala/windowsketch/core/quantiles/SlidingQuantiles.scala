@@ -408,7 +408,12 @@ private[core] final class SortedBlocks {
 
   def size: Int = total
 
-  def clear(): Unit = { blockCount = 0; total = 0 }
+  /** Empties it and lets its blocks go: an insert after allocates its own. */
+  def clear(): Unit = {
+    java.util.Arrays.fill(blocks.asInstanceOf[Array[AnyRef]], 0, blockCount, null)
+    blockCount = 0
+    total = 0
+  }
 
   /** Replaces the contents with `sorted(0 until n)`, ascending. */
   def load(sorted: Array[Double], n: Int): Unit = {
