@@ -161,6 +161,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
    */
   private def gatherSorted(): Int = {
     val order = NodeOrder.sorted(pendingLevels, pendingLos, pending)
+    if (appendedInPlace(order)) return size
     val oldLevels = levels
     val oldLos = los
     val oldCounts = counts
@@ -199,22 +200,66 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     n
   }
 
+  /**
+   * [[gatherSorted]] for rows in time order, the common case: the pending nodes, sorted
+   * and distinct, all come after the compressed ones, and the oldest compressed node
+   * starts inside the window (so none has left it). They are appended where they lie,
+   * with no merge into fresh arrays. False, changing nothing, otherwise.
+   */
+  private def appendedInPlace(order: Array[Int]): Boolean = {
+    if (pending == 0) return size == 0 || !isExpired(los(0))
+    if (size > 0 && (isExpired(los(0)) ||
+        !NodeOrder.before(levels(size - 1), los(size - 1), pendingLevels(order(0)), pendingLos(order(0))))) {
+      return false
+    }
+    var i = 0
+    while (i < pending) {
+      if (order(i) != i || isExpired(last(pendingLevels(i), pendingLos(i))) || (i > 0 &&
+          !NodeOrder.before(pendingLevels(i - 1), pendingLos(i - 1), pendingLevels(i), pendingLos(i)))) {
+        return false
+      }
+      i += 1
+    }
+    val n = size + pending
+    if (levels.length < n) {
+      levels = java.util.Arrays.copyOf(levels, n)
+      los = java.util.Arrays.copyOf(los, n)
+      counts = java.util.Arrays.copyOf(counts, n)
+    }
+    System.arraycopy(pendingLevels, 0, levels, size, pending)
+    System.arraycopy(pendingLos, 0, los, size, pending)
+    System.arraycopy(pendingCounts, 0, counts, size, pending)
+    size = n
+    pending = 0
+    true
+  }
+
   /** One top-down pass over the sorted nodes; returns the new node count. */
   private def collapse(n: Int): Int = {
     val prefix = new Array[Long](n + 1)
     var i = 0
     while (i < n) { prefix(i + 1) = DyadicWindowSketch.plus(prefix(i), counts(i)); i += 1 }
-    val out = new NodeBuffer(n)
+    // The output overwrites the input in place: each node written stands for one or more
+    // input nodes at or after its position, and every read lies after the last write.
+    written = 0
     val rootMask = -1L << height
     var a = 0
     while (a < n) {
       val rootLo = los(a) & rootMask
       val b = firstAfter(last(height, rootLo), a, n)
-      visit(height, rootLo, a, b, 0L, n, prefix, out)
+      visit(height, rootLo, a, b, 0L, n, prefix)
       a = b
     }
-    levels = out.levels; los = out.los; counts = out.counts; size = out.size
+    size = written
     size
+  }
+
+  // Nodes [[collapse]] has written so far.
+  private var written = 0
+
+  private def write(level: Int, lo: Long, count: Long): Unit = {
+    levels(written) = level; los(written) = lo; counts(written) = count
+    written += 1
   }
 
   /**
@@ -222,7 +267,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
    * is A, the counts its ancestors keep.
    */
   private def visit(k: Int, lo: Long, a: Int, b: Int, above: Long, n: Int,
-      prefix: Array[Long], out: NodeBuffer): Unit = {
+      prefix: Array[Long]): Unit = {
     val subtree = prefix(b) - prefix(a)
     val right = prefix(n) - prefix(b)
     if (invariantEps * (prefix(n) - prefix(a + 1)) < 1) {
@@ -230,33 +275,31 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
       // a + 1 to its right: nothing here collapses, each node stays (the newest ones, a
       // small group's). Skips the walk down the tree.
       var i = a
-      while (i < b) { out.add(levels(i), los(i), counts(i)); i += 1 }
+      while (i < b) { write(levels(i), los(i), counts(i)); i += 1 }
     } else if (k == 0 || above + subtree + 1 <= invariantEps * right) {
-      out.add(k, lo, subtree)
+      write(k, lo, subtree)
     } else if (b - a == 1) {
       // One node: the test fails alike at every level down to its own (same subtree, right
       // and above), where it stays as it is. Skips a walk down the tree per lone node.
-      out.add(levels(a), los(a), counts(a))
+      write(levels(a), los(a), counts(a))
     } else {
       val holds = levels(a) == k && los(a) == lo
       val own = if (holds) counts(a) else 0L
-      if (holds) out.add(k, lo, own)
+      if (holds) write(k, lo, own)
       val start = if (holds) a + 1 else a
       val mid = lo + (1L << (k - 1))
       val m = firstAfter(mid - 1, start, b)
-      if (start < m) visit(k - 1, lo, start, m, above + own, n, prefix, out)
-      if (m < b) visit(k - 1, mid, m, b, above + own, n, prefix, out)
+      if (start < m) visit(k - 1, lo, start, m, above + own, n, prefix)
+      if (m < b) visit(k - 1, mid, m, b, above + own, n, prefix)
     }
   }
 
   private def firstAfter(ts: Long, from: Int, to: Int): Int = NodeOrder.firstAfter(los, ts, from, to)
 
-  /** Visits the nodes after [[compress]], in pre-order, as (level, lo, count). */
-  def foreachNode(f: (Int, Long, Long) => Unit): Unit = {
-    compress()
-    var i = 0
-    while (i < size) { f(levels(i), los(i), counts(i)); i += 1 }
-  }
+  /** Node `i` in pre-order, for the format: valid after [[compress]], below [[nodeCount]]. */
+  private[core] def levelAt(i: Int): Int = levels(i)
+  private[core] def loAt(i: Int): Long = los(i)
+  private[core] def countAt(i: Int): Long = counts(i)
 
   /** Rebuilds from decoded, validated parts (sorted nodes). */
   private[core] def restore(hasTime: Boolean, now: Long, invariant: Double, lv: Array[Int],
@@ -364,17 +407,4 @@ object DyadicWindowSketch {
       case _: ArithmeticException =>
         throw new ArithmeticException("the sum of the window's values overflows BIGINT")
     }
-}
-
-/** Appends compressed nodes. */
-private final class NodeBuffer(capacity: Int) {
-  var levels = new Array[Int](math.max(capacity, 1))
-  var los = new Array[Long](math.max(capacity, 1))
-  var counts = new Array[Long](math.max(capacity, 1))
-  var size = 0
-
-  def add(level: Int, lo: Long, count: Long): Unit = {
-    levels(size) = level; los(size) = lo; counts(size) = count
-    size += 1
-  }
 }

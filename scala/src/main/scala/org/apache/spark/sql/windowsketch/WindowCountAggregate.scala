@@ -96,7 +96,7 @@ abstract class WindowCountAggregate
     SketchFormat.serialize(buffer)
 
   override def deserialize(bytes: Array[Byte]): WindowCountSketch =
-    SketchFormat.deserialize(bytes)
+    SketchFormat.deserializeBuffer(bytes)
 
   override def first: Expression = v
   override def second: Expression = ts
