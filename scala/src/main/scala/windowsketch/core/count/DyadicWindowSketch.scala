@@ -239,6 +239,11 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     val prefix = new Array[Long](n + 1)
     var i = 0
     while (i < n) { prefix(i + 1) = DyadicWindowSketch.plus(prefix(i), counts(i)); i += 1 }
+    // Nodes from `frozen` on are too heavy for the counts after them: a subtree starting at
+    // node i holds at least c(i) and has at most the counts after i to its right, so none
+    // can collapse while c(i) + 1 > eps' R(i). They are the newest, most of a small group.
+    var frozen = n
+    while (frozen > 0 && !(counts(frozen - 1) + 1 <= invariantEps * (prefix(n) - prefix(frozen)))) frozen -= 1
     // The output overwrites the input in place: each node written stands for one or more
     // input nodes at or after its position, and every read lies after the last write.
     written = 0
@@ -247,7 +252,7 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
     while (a < n) {
       val rootLo = los(a) & rootMask
       val b = firstAfter(last(height, rootLo), a, n)
-      visit(height, rootLo, a, b, 0L, n, prefix)
+      visit(height, rootLo, a, b, 0L, n, frozen, prefix)
       a = b
     }
     size = written
@@ -266,14 +271,12 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
    * Node (k, lo) owns the sorted range [a, b) (itself first, if it holds a count); `above`
    * is A, the counts its ancestors keep.
    */
-  private def visit(k: Int, lo: Long, a: Int, b: Int, above: Long, n: Int,
+  private def visit(k: Int, lo: Long, a: Int, b: Int, above: Long, n: Int, frozen: Int,
       prefix: Array[Long]): Unit = {
     val subtree = prefix(b) - prefix(a)
     val right = prefix(n) - prefix(b)
-    if (invariantEps * (prefix(n) - prefix(a + 1)) < 1) {
-      // The test needs c R >= 1, and no subtree within [a, b) has more than the counts after
-      // a + 1 to its right: nothing here collapses, each node stays (the newest ones, a
-      // small group's). Skips the walk down the tree.
+    if (a >= frozen) {
+      // Nothing here collapses: each node stays. Skips the walk down the tree.
       var i = a
       while (i < b) { write(levels(i), los(i), counts(i)); i += 1 }
     } else if (k == 0 || above + subtree + 1 <= invariantEps * right) {
@@ -289,8 +292,8 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
       val start = if (holds) a + 1 else a
       val mid = lo + (1L << (k - 1))
       val m = firstAfter(mid - 1, start, b)
-      if (start < m) visit(k - 1, lo, start, m, above + own, n, prefix)
-      if (m < b) visit(k - 1, mid, m, b, above + own, n, prefix)
+      if (start < m) visit(k - 1, lo, start, m, above + own, n, frozen, prefix)
+      if (m < b) visit(k - 1, mid, m, b, above + own, n, frozen, prefix)
     }
   }
 
