@@ -1187,7 +1187,7 @@ def group_by(spark, sizes, report):
     the exact two-pass answer and count_if (exact, no window: the floor), on cached rows: the
     times compare aggregation, not row generation."""
     lines = []
-    # 10^4 keys, 2*10^4 (past the table's 16,384 keys a task), 10^5 and 10^6: one in --quick.
+    # 10^4 keys, 2*10^4, 10^5 and 10^6 (past the table's 65,536 keys a task): one in --quick.
     for keys in sorted({10_000, max(10_000, sizes.group_keys // 50),
                         max(10_000, sizes.group_keys // 10), sizes.group_keys}):
         events = spark.range(sizes.group_rows).selectExpr(
@@ -1232,7 +1232,7 @@ def group_by(spark, sizes, report):
                  "approx_window_count and approx_count_distinct: best of 3 alternating runs; "
                  "the others one warm run. Our aggregates run on SketchHashAggregate: a hash "
                  "table of its own on the map side while a task's keys and the heap their "
-                 "sketches hold fit its share of user memory, at most 16,384 keys a task, then "
+                 "sketches hold fit its share of user memory, at most 65,536 keys a task, then "
                  "Spark's sort-based aggregation for the rest of the task (the last column: map "
                  "tasks that went past the table). Peak "
                  "execution memory is what Spark's memory manager had handed out to the two "
@@ -1254,8 +1254,8 @@ FAMILY_GROUP_BY = {
 
 
 def group_by_families(spark, sizes, report):
-    """Every family's GROUP BY against the Spark aggregate nearest to it, at 10^4, 2*10^4
-    (past our table's 16,384 keys a task), 10^5 and 10^6 keys over the same cached rows
+    """Every family's GROUP BY against the Spark aggregate nearest to it, at 10^4, 2*10^4,
+    10^5 and 10^6 keys (the last two past our table's 65,536 keys a task) over the same cached rows
     (1,000 down to 10 rows a key), the window covering every row so that both sides
     aggregate the same rows; with the map tasks that went past their hash table to a sort
     and the keys those sorts aggregated."""
@@ -1293,7 +1293,7 @@ def group_by_families(spark, sizes, report):
                  "same rows; eps 0.01, k = 5, Spark's default settings. The rows are cached and "
                  "counted before timing; each figure is the best of 2 alternating runs. Counts, "
                  "sums and distinct counts run their map side on SketchHashAggregate's own "
-                 "table (at most 16,384 keys a task, then Spark's sort for the rest), the other "
+                 "table (at most 65,536 keys a task, then Spark's sort for the rest), the other "
                  "families on Spark's ObjectHashAggregate, which sorts past 128 keys a task: "
                  "the last column counts the map tasks that sorted and the keys their sorts "
                  "aggregated (Spark's fallback sorts the keys already in its hash map too). Spark's sum, stddev and "

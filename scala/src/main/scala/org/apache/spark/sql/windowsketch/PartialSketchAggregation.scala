@@ -161,8 +161,8 @@ private[windowsketch] final class PartialSketchAggregation(
   /**
    * The input left once the table holds `maxKeys` keys (`first`: the row of the key past
    * them) or is full: while it is not full, a row of a key on the table still goes into the
-   * table, and only the others pass to `rest` (past 16,384 keys a task, most rows of a GROUP
-   * BY over 2·10^4 keys are of keys on the table); once it is full, every row passes.
+   * table, and only the others pass to `rest` (past 65,536 keys a task, most rows of a GROUP
+   * BY over 10^5 keys are of keys on the table); once it is full, every row passes.
    */
   private final class RowsOffTable(first: InternalRow) extends Iterator[InternalRow] {
     private var waiting: InternalRow = first
