@@ -99,9 +99,50 @@ object ItemCounts {
     var error = 0L
     runs.foreach(p => error = Math.addExact(error, p.error))
     // Each part's items are sorted and distinct (every summary's invariant, checked where
-    // one is read): merge them in pairs, a balanced tree of linear merges, in place.
-    val all = if (runs.isEmpty) Empty else MergeTree.merge(runs, merged)
+    // one is read): merge them in pairs, a balanced tree of linear merges, in place. Many
+    // parts (an answer over a window's nodes) are added in a hash table instead, and only
+    // their distinct items sorted: the tree compared and copied every item log2(parts) times.
+    val all = if (runs.isEmpty) Empty
+      else if (runs.length > HashedParts) hashedUnion(runs)
+      else MergeTree.merge(runs, merged)
     prune(all.items, all.counts, error, capacity)
+  }
+
+  /** Summaries past which [[sumInPlace]] adds in a hash table. */
+  private val HashedParts = 8
+
+  /** [[merged]] of all of `runs` at once: equal items' counts added in open addressing. */
+  private def hashedUnion(runs: Array[ItemCounts]): ItemCounts = {
+    var total = 0
+    runs.foreach(r => total += r.size)
+    val slots = Integer.highestOneBit(math.max(1, total)) * 4 // at most half full
+    val mask = slots - 1
+    val keys = new Array[Array[Byte]](slots)
+    val sums = new Array[Long](slots)
+    val firstSeen = new Array[Int](total) // slots in the order their items came
+    var distinct = 0
+    runs.foreach { r =>
+      var i = 0
+      while (i < r.size) {
+        val item = r.items(i)
+        var at = java.util.Arrays.hashCode(item) * 0x9E3779B9 & mask
+        while (keys(at) != null && !((keys(at) eq item) || java.util.Arrays.equals(keys(at), item))) at = (at + 1) & mask
+        if (keys(at) == null) { keys(at) = item; firstSeen(distinct) = at; distinct += 1 }
+        sums(at) = Math.addExact(sums(at), r.counts(i))
+        i += 1
+      }
+    }
+    val order = MergeTree.sortedIndices(distinct,
+      (x, y) => compare(keys(firstSeen(x)), keys(firstSeen(y))) < 0)
+    val items = new Array[Array[Byte]](distinct)
+    val counts = new Array[Long](distinct)
+    var k = 0
+    while (k < distinct) {
+      val at = firstSeen(order(k))
+      items(k) = keys(at); counts(k) = sums(at)
+      k += 1
+    }
+    new ItemCounts(items, counts, 0L)
   }
 
   /** The sorted union of two summaries' sorted items, equal items' counts added (error 0). */
