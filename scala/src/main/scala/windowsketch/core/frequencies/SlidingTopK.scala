@@ -108,41 +108,25 @@ object ItemCounts {
     prune(all.items, all.counts, error, capacity)
   }
 
-  /** Summaries past which [[sumInPlace]] adds in a hash table. */
-  private val HashedParts = 8
+  /** Summaries past which [[sumInPlace]] and [[ItemDictionary.of]] use a hash table. */
+  private[core] val HashedParts = 8
 
   /** [[merged]] of all of `runs` at once: equal items' counts added in open addressing. */
   private def hashedUnion(runs: Array[ItemCounts]): ItemCounts = {
     var total = 0
     runs.foreach(r => total += r.size)
-    val slots = Integer.highestOneBit(math.max(1, total)) * 4 // at most half full
-    val mask = slots - 1
-    val keys = new Array[Array[Byte]](slots)
-    val sums = new Array[Long](slots)
-    val firstSeen = new Array[Int](total) // slots in the order their items came
-    var distinct = 0
+    val table = new ItemSlots(total)
+    val sums = new Array[Long](table.slots)
     runs.foreach { r =>
       var i = 0
       while (i < r.size) {
-        val item = r.items(i)
-        var at = java.util.Arrays.hashCode(item) * 0x9E3779B9 & mask
-        while (keys(at) != null && !((keys(at) eq item) || java.util.Arrays.equals(keys(at), item))) at = (at + 1) & mask
-        if (keys(at) == null) { keys(at) = item; firstSeen(distinct) = at; distinct += 1 }
+        val at = table.slotOf(r.items(i))
         sums(at) = Math.addExact(sums(at), r.counts(i))
         i += 1
       }
     }
-    val order = MergeTree.sortedIndices(distinct,
-      (x, y) => compare(keys(firstSeen(x)), keys(firstSeen(y))) < 0)
-    val items = new Array[Array[Byte]](distinct)
-    val counts = new Array[Long](distinct)
-    var k = 0
-    while (k < distinct) {
-      val at = firstSeen(order(k))
-      items(k) = keys(at); counts(k) = sums(at)
-      k += 1
-    }
-    new ItemCounts(items, counts, 0L)
+    val sorted = table.sortedSlots
+    new ItemCounts(sorted.map(at => table.items(at)), sorted.map(at => sums(at)), 0L)
   }
 
   /** The sorted union of two summaries' sorted items, equal items' counts added (error 0). */
@@ -214,6 +198,36 @@ object ItemCounts {
 }
 
 /**
+ * Distinct items in open addressing, for adding or indexing many summaries' items at once:
+ * a merge of their sorted runs compares and copies every item once per level of its tree.
+ * Holds up to `capacity` distinct items, at most half full.
+ */
+private[core] final class ItemSlots(capacity: Int) {
+  val slots: Int = Integer.highestOneBit(math.max(1, capacity)) * 4
+  private val mask = slots - 1
+  val items = new Array[Array[Byte]](slots)
+  private val firstSeen = new Array[Int](capacity) // filled slots, in the order their items came
+  private var distinct = 0
+
+  /** The slot of `item`, which it takes if no equal item has one yet. */
+  def slotOf(item: Array[Byte]): Int = {
+    var at = java.util.Arrays.hashCode(item) * 0x9E3779B9 & mask
+    while (items(at) != null && !((items(at) eq item) || java.util.Arrays.equals(items(at), item))) {
+      at = (at + 1) & mask
+    }
+    if (items(at) == null) { items(at) = item; firstSeen(distinct) = at; distinct += 1 }
+    at
+  }
+
+  /** The filled slots, ascending by their items ([[ItemCounts.compare]]). */
+  def sortedSlots: Array[Int] = {
+    val order = MergeTree.sortedIndices(distinct,
+      (x, y) => ItemCounts.compare(items(firstSeen(x)), items(firstSeen(y))) < 0)
+    order.map(firstSeen)
+  }
+}
+
+/**
  * The distinct items of some summaries, ascending by [[ItemCounts.compare]], with each
  * summary item's index among them: a sketch's dictionary and what its summaries write in
  * place of their items. One merge of the summaries' sorted runs finds both, so no item is
@@ -233,6 +247,7 @@ object ItemDictionary {
     var s = 0
     while (s < parts.length) { offsets(s + 1) = offsets(s) + parts(s).size; s += 1 }
     val total = offsets(parts.length)
+    if (parts.length > ItemCounts.HashedParts) return hashed(parts, offsets, total)
     val all = new Array[Array[Byte]](total)
     s = 0
     while (s < parts.length) { System.arraycopy(parts(s).items, 0, all, offsets(s), parts(s).size); s += 1 }
@@ -248,6 +263,23 @@ object ItemDictionary {
       k += 1
     }
     new ItemDictionary(java.util.Arrays.copyOf(distinct, n), indexes, offsets)
+  }
+
+  /** [[of]] for many summaries: each item's slot in a hash table, then the distinct ones sorted. */
+  private def hashed(parts: Array[ItemCounts], offsets: Array[Int], total: Int): ItemDictionary = {
+    val table = new ItemSlots(total)
+    val slotOfEntry = new Array[Int](total)
+    var s = 0
+    while (s < parts.length) {
+      var i = 0
+      while (i < parts(s).size) { slotOfEntry(offsets(s) + i) = table.slotOf(parts(s).items(i)); i += 1 }
+      s += 1
+    }
+    val sorted = table.sortedSlots
+    val indexOfSlot = new Array[Int](table.slots)
+    var k = 0
+    while (k < sorted.length) { indexOfSlot(sorted(k)) = k; k += 1 }
+    new ItemDictionary(sorted.map(at => table.items(at)), slotOfEntry.map(at => indexOfSlot(at)), offsets)
   }
 
   private def less(a: Array[Byte], b: Array[Byte]): Boolean = (a ne b) && ItemCounts.compare(a, b) < 0
