@@ -160,8 +160,8 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
    * runs are merged.
    */
   private def gatherSorted(): Int = {
+    if (appendedInPlace()) return size
     val order = NodeOrder.sorted(pendingLevels, pendingLos, pending)
-    if (appendedInPlace(order)) return size
     val oldLevels = levels
     val oldLos = los
     val oldCounts = counts
@@ -201,20 +201,21 @@ final class DyadicWindowSketch(val window: Long, val eps: Double) extends Window
   }
 
   /**
-   * [[gatherSorted]] for rows in time order, the common case: the pending nodes, sorted
-   * and distinct, all come after the compressed ones, and the oldest compressed node
-   * starts inside the window (so none has left it). They are appended where they lie,
-   * with no merge into fresh arrays. False, changing nothing, otherwise.
+   * [[gatherSorted]] for rows in time order, the common case: the pending nodes, in
+   * pre-order as they came (so nothing to sort) and distinct, all come after the
+   * compressed ones, and the oldest compressed node starts inside the window (so none has
+   * left it). They are appended where they lie, with no merge into fresh arrays. False,
+   * changing nothing, otherwise.
    */
-  private def appendedInPlace(order: Array[Int]): Boolean = {
+  private def appendedInPlace(): Boolean = {
     if (pending == 0) return size == 0 || !isExpired(los(0))
     if (size > 0 && (isExpired(los(0)) ||
-        !NodeOrder.before(levels(size - 1), los(size - 1), pendingLevels(order(0)), pendingLos(order(0))))) {
+        !NodeOrder.before(levels(size - 1), los(size - 1), pendingLevels(0), pendingLos(0)))) {
       return false
     }
     var i = 0
     while (i < pending) {
-      if (order(i) != i || isExpired(last(pendingLevels(i), pendingLos(i))) || (i > 0 &&
+      if (isExpired(last(pendingLevels(i), pendingLos(i))) || (i > 0 &&
           !NodeOrder.before(pendingLevels(i - 1), pendingLos(i - 1), pendingLevels(i), pendingLos(i)))) {
         return false
       }
