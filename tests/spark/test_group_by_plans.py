@@ -14,6 +14,10 @@ from conftest import exact_in_window
 
 THRESHOLD = "spark.sql.objectHashAggregate.sortBased.fallbackThreshold"
 TABLE_BYTES = "spark.windowsketch.groupBy.tableBytes"
+STAGE_BYTES = "spark.windowsketch.groupBy.stageBytes"
+# The map side's table applies rows as they come until its sketches hold 4 MB by default,
+# then stages them and applies them key by key; the tests' session stages from the first.
+APPLIED_AS_THEY_COME, STAGED = "1g", "0"
 KEYS = 1500  # well over Spark's 128 keys a task, so Spark's operator would sort
 WINDOW, EPS = 400, 0.05
 
@@ -33,12 +37,29 @@ def keyed_events(spark):
 
 
 @contextlib.contextmanager
-def fallback_threshold(spark, value):
-    spark.conf.set(THRESHOLD, str(value))
+def setting(spark, key, value):
+    """`key` set to `value` while the block runs, then as it was."""
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, str(value))
     try:
         yield
     finally:
-        spark.conf.unset(THRESHOLD)
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def fallback_threshold(spark, value):
+    return setting(spark, THRESHOLD, value)
+
+
+def table_bytes(spark, value):
+    return setting(spark, TABLE_BYTES, value)
+
+
+def stage_bytes(spark, value):
+    return setting(spark, STAGE_BYTES, value)
 
 
 def final_plan(df):
@@ -98,32 +119,42 @@ def test_a_threshold_the_user_set_and_unbounded_aggregates_stay_on_sparks_operat
     assert set(aggregates(final_plan(mixed))) == {"ObjectHashAggregate"}
 
 
-def test_answers_equal_sparks_sorting_operator_and_the_bound_on_every_key(spark, keyed_events):
+# A count, and a sum whose weights (0 to 9, NULL for some rows) make the sketch hold more.
+SUM_QUERY = (f"SELECT k, approx_window_sum(IF(ts % 11 = 0, NULL, CAST(v AS INT) * (ts % 10)), "
+             f"ts, {WINDOW}, {EPS}) AS s FROM keyed_events GROUP BY k")
+
+
+def sum_weights(ts, events):
+    return np.where(ts % 11 == 0, 0, events.astype(np.int64) * (ts % 10))
+
+
+@pytest.mark.parametrize("stage", [APPLIED_AS_THEY_COME, STAGED])
+def test_answers_equal_sparks_sorting_operator_and_the_bound_on_every_key(spark, keyed_events, stage):
     keys, ts, events = keyed_events
-    ours = dict(spark.sql(QUERY).collect())
-    with fallback_threshold(spark, 2):  # Spark's operator, sorting after two keys
-        sorted_plan = spark.sql(QUERY)
-        nodes = final_plan(sorted_plan)
-        assert any(n.nodeName() == "ObjectHashAggregate"
-                   and n.metrics().get("numTasksFallBacked").get().value() > 0 for n in nodes)
-        theirs = dict(sorted_plan.collect())
-    assert ours == theirs
-    assert len(ours) == KEYS
-    for key, estimate in ours.items():
-        exact = exact_in_window(ts[keys == key], events[keys == key], WINDOW)
-        assert abs(estimate - exact) <= EPS * exact, (key, estimate, exact)
+    for query, weights in [(QUERY, events.astype(np.int64)), (SUM_QUERY, sum_weights(ts, events))]:
+        with stage_bytes(spark, stage):
+            ours = dict(spark.sql(query).collect())
+        with fallback_threshold(spark, 2):  # Spark's operator, sorting after two keys
+            sorted_plan = spark.sql(query)
+            nodes = final_plan(sorted_plan)
+            assert any(n.nodeName() == "ObjectHashAggregate"
+                       and n.metrics().get("numTasksFallBacked").get().value() > 0 for n in nodes)
+            theirs = dict(sorted_plan.collect())
+        assert ours == theirs
+        assert len(ours) == KEYS
+        for key, estimate in ours.items():
+            own = keys == key
+            exact = exact_weight_in_window(ts[own], weights[own], WINDOW)
+            assert abs(estimate - exact) <= EPS * exact, (query, key, estimate, exact)
 
 
-@contextlib.contextmanager
-def table_bytes(spark, value):
-    spark.conf.set(TABLE_BYTES, value)
-    try:
-        yield
-    finally:
-        spark.conf.unset(TABLE_BYTES)
+def exact_weight_in_window(ts, weights, window):
+    """The weights of rows with ts in (max(ts) - window, max(ts)]."""
+    return int(np.sum(weights[ts > ts.max() - window]))
 
 
-def test_past_the_tables_bytes_the_rest_sorts_and_every_key_answers_as_one_sketch(spark):
+@pytest.mark.parametrize("stage", [APPLIED_AS_THEY_COME, STAGED])
+def test_past_the_tables_bytes_the_rest_sorts_and_every_key_answers_as_one_sketch(spark, stage):
     """Keys whose buffers hold more heap than the table may: the table's partial results
     come out at the first row past its bytes, the rest of the task sorts on Spark's
     iterator, and each key's partial results merge into what Spark's operator gives
@@ -148,7 +179,7 @@ def test_past_the_tables_bytes_the_rest_sorts_and_every_key_answers_as_one_sketc
         return node.metrics().get("numTasksFallBacked").get().value()
 
     # A key's two sketches hold about 0.6 KB here: 256 KB is a few hundred of ~1,500 keys a task.
-    with table_bytes(spark, "256k"):
+    with table_bytes(spark, "256k"), stage_bytes(spark, stage):
         plan = spark.sql(query)
         assert partial_fallbacks(plan) == 2
         ours = {k: (a, b) for k, a, b in plan.collect()}
@@ -171,7 +202,15 @@ def test_a_table_size_that_is_not_a_positive_size_is_refused_by_name(spark, keye
     assert f"{TABLE_BYTES} must be a positive size such as 256m or 1g, got '{value}'" in str(error.value)
 
 
-def test_past_the_tables_keys_every_key_answers_its_exact_count(spark):
+@pytest.mark.parametrize("value", ["lots", "-5m"])
+def test_a_stage_size_that_is_not_a_size_is_refused_by_name(spark, keyed_events, value):
+    with stage_bytes(spark, value), pytest.raises(Exception) as error:
+        spark.sql(QUERY).collect()
+    assert f"{STAGE_BYTES} must be a size of 0 or more such as 4m, got '{value}'" in str(error.value)
+
+
+@pytest.mark.parametrize("stage", [APPLIED_AS_THEY_COME, STAGED])
+def test_past_the_tables_keys_every_key_answers_its_exact_count(spark, stage):
     """More keys a task than the table holds (MaxTableKeys), spread over both tasks: the
     rest sorts, and every key's count equals the exact count of its window (a handful of
     rows a key: the sketch is exact), computed by Spark from the rows."""
@@ -184,12 +223,13 @@ def test_past_the_tables_keys_every_key_answers_its_exact_count(spark):
         .createOrReplaceTempView("capped_keys")
     window = 20000
     query = f"SELECT k, approx_window_count(v, ts, {window}) FROM capped_keys GROUP BY k"
-    plan = spark.sql(query)
-    metrics = partial_node(final_plan(plan), n_keys).metrics()
-    assert metrics.get("numTasksFallBacked").get().value() == 2
-    # Each task holds every key; the first `cap` stay on its table, the rest sort.
-    assert metrics.get("numKeysSorted").get().value() == 2 * (n_keys - cap)
-    ours = dict(plan.collect())
+    with stage_bytes(spark, stage):
+        plan = spark.sql(query)
+        metrics = partial_node(final_plan(plan), n_keys).metrics()
+        assert metrics.get("numTasksFallBacked").get().value() == 2
+        # Each task holds every key; the first `cap` stay on its table, the rest sort.
+        assert metrics.get("numKeysSorted").get().value() == 2 * (n_keys - cap)
+        ours = dict(plan.collect())
     exact = dict(spark.sql(f"""
         SELECT c.k, count_if(v AND ts > now - {window}) FROM capped_keys c
         JOIN (SELECT k, max(ts) AS now FROM capped_keys GROUP BY k) m ON c.k = m.k

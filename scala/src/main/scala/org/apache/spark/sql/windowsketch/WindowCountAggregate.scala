@@ -17,7 +17,7 @@ import windowsketch.core.count.{DyadicWindowSketch, WindowCountSketch}
  */
 abstract class WindowCountAggregate
   extends TypedImperativeAggregate[WindowCountSketch] with QuaternaryLike[Expression]
-  with BoundedBufferAggregate {
+  with BoundedBufferAggregate with WordInputAggregate {
 
   def v: Expression
   def ts: Expression
@@ -65,6 +65,19 @@ abstract class WindowCountAggregate
 
   override def update(buffer: WindowCountSketch, input: InternalRow): WindowCountSketch = {
     if (!time.isNullIn(input)) buffer.add(time.of(input), weightIn(input))
+    buffer
+  }
+
+  override def readWords(input: InternalRow, words: Array[Long], at: Int): Int =
+    if (time.isNullIn(input)) WordInputAggregate.Skip
+    else {
+      words(at) = time.of(input)
+      words(at + 1) = weightIn(input)
+      1
+    }
+
+  override def updateWords(buffer: AnyRef, tag: Int, t: Long, weight: Long): AnyRef = {
+    buffer.asInstanceOf[WindowCountSketch].add(t, weight)
     buffer
   }
 
