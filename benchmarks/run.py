@@ -1253,7 +1253,7 @@ FAMILY_GROUP_BY = {
 }
 
 
-def group_by_families(spark, sizes, report):
+def group_by_families(spark, sizes, report, families=None):
     """Every family's GROUP BY against the Spark aggregate nearest to it, at 10^4, 2*10^4,
     10^5 and 10^6 keys (the last two past our table's 65,536 keys a task) over the same cached rows
     (1,000 down to 10 rows a key), the window covering every row so that both sides
@@ -1270,6 +1270,8 @@ def group_by_families(spark, sizes, report):
         rows.count()
         rows.createOrReplaceTempView("family_rows")
         for family, (ours, spark_side) in FAMILY_GROUP_BY.items():
+            if families and family not in families:
+                continue
             queries = {"ours": f"SELECT k, {ours} AS a FROM family_rows GROUP BY k",
                        "spark": f"SELECT k, {spark_side} AS a FROM family_rows GROUP BY k"}
             best = best_alternating(spark, queries, runs=2)
@@ -1818,6 +1820,8 @@ def main(argv=None):
     parser.add_argument("--out", default=os.path.join(HERE, "report"))
     parser.add_argument("--only", metavar="SECTIONS",
                         help=f"run only these sections, comma-separated: {', '.join(SECTIONS)}")
+    parser.add_argument("--families", metavar="FAMILIES",
+                        help=f"group_by_families: only these, comma-separated: {', '.join(FAMILY_GROUP_BY)}")
     parser.add_argument("--scaling-child", help=argparse.SUPPRESS)
     parser.add_argument("--big-window-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--rows", type=int, help=argparse.SUPPRESS)
@@ -1835,6 +1839,10 @@ def main(argv=None):
     if unknown:
         parser.error(f"--only: unknown sections {unknown}; choose from {', '.join(SECTIONS)}")
     chosen = only or SECTIONS
+    families = [name.strip() for name in (args.families or "").split(",") if name.strip()]
+    unknown = sorted(set(families) - set(FAMILY_GROUP_BY))
+    if unknown:
+        parser.error(f"--families: unknown families {unknown}; choose from {', '.join(FAMILY_GROUP_BY)}")
     os.makedirs(args.out, exist_ok=True)
     report = Report()
     spark = session()
@@ -1847,8 +1855,9 @@ def main(argv=None):
                     continue  # their own processes, after this session stops
                 function = globals()[name]
                 arguments = (spark, sizes, report) + ((workdir,) if name in NEEDS_WORKDIR else ())
+                options = {"families": families} if name == "group_by_families" else {}
                 section_started = time.time()
-                made[name] = function(*arguments)
+                made[name] = function(*arguments, **options)
                 print(f"{name}: {time.time() - section_started:.0f} s", file=sys.stderr)
     finally:
         spark.stop()
@@ -1861,7 +1870,8 @@ def main(argv=None):
     if made.get("memory_per_group"):
         memory_plot(args.out, made["memory_per_group"], sizes.memory_rows)
     command = "python benchmarks/run.py" + (" --quick" if args.quick else "") + \
-        (f" --only {','.join(only)}" if only else "")
+        (f" --only {','.join(only)}" if only else "") + \
+        (f" --families {','.join(families)}" if families else "")
     header = [f"# windowsketch benchmarks ({'quick' if args.quick else 'full'} run)", "",
               f"`{command}` on "
               f"{platform.platform()}, {os.cpu_count()} cores, Python "

@@ -50,6 +50,9 @@ trait WordInputAggregate {
 object WordInputAggregate {
   /** [[WordInputAggregate.readWords]]'s tag for a row that changes nothing. */
   val Skip: Int = 0
+
+  /** The tag for a row to apply, for an aggregate whose rows need no other. */
+  val Apply: Int = 1
 }
 
 /**

@@ -73,7 +73,7 @@ abstract class WindowCountAggregate
     else {
       words(at) = time.of(input)
       words(at + 1) = weightIn(input)
-      1
+      WordInputAggregate.Apply
     }
 
   override def updateWords(buffer: AnyRef, tag: Int, t: Long, weight: Long): AnyRef = {
