@@ -276,6 +276,11 @@ def exact_in_window(ts, events, window: int) -> int:
     return int(np.sum(np.asarray(events, dtype=bool) & inside))
 
 
+def exact_sum(ts, values, window: int) -> int:
+    """The values of rows with ts in (max(ts) - window, max(ts)], rows in any order."""
+    return int(np.sum(np.where(np.asarray(ts) > int(np.max(ts)) - window, values, 0)))
+
+
 def exact_counts(ts, events, window: int) -> np.ndarray:
     """Brute force over sorted ts: events j <= i with ts_j in (ts_i - window, ts_i]."""
     ts = np.asarray(ts, dtype=np.int64)

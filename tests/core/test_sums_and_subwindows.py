@@ -5,10 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import stable_seed
-
-def exact_sum(ts, values, window):
-    return int(np.sum(np.where(np.asarray(ts) > int(np.max(ts)) - window, values, 0)))
+from conftest import exact_sum, stable_seed
 
 
 def heavy_tailed(rng, n):

@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 
-from conftest import exact_in_window
+from conftest import exact_in_window, exact_sum
 
 THRESHOLD = "spark.sql.objectHashAggregate.sortBased.fallbackThreshold"
 TABLE_BYTES = "spark.windowsketch.groupBy.tableBytes"
@@ -144,13 +144,8 @@ def test_answers_equal_sparks_sorting_operator_and_the_bound_on_every_key(spark,
         assert len(ours) == KEYS
         for key, estimate in ours.items():
             own = keys == key
-            exact = exact_weight_in_window(ts[own], weights[own], WINDOW)
+            exact = exact_sum(ts[own], weights[own], WINDOW)
             assert abs(estimate - exact) <= EPS * exact, (query, key, estimate, exact)
-
-
-def exact_weight_in_window(ts, weights, window):
-    """The weights of rows with ts in (max(ts) - window, max(ts)]."""
-    return int(np.sum(weights[ts > ts.max() - window]))
 
 
 @pytest.mark.parametrize("stage", [APPLIED_AS_THEY_COME, STAGED])

@@ -148,7 +148,7 @@ private[windowsketch] final class PartialSketchAggregation(
     }
     tail = if (overflow != null || (full && input.hasNext)) rest(new RowsOffTable(overflow))
       else Iterator.empty
-    applyStaged() // `rest` has read every row
+    applyStaged() // the input has ended, or `rest` has read it
     aggTime += NANOSECONDS.toMillis(System.nanoTime() - start)
   }
 
@@ -288,6 +288,7 @@ private[windowsketch] final class PartialSketchAggregation(
           if (keys.filled(slot)) accept(slot, row) else waiting = row
         }
       }
+      if (waiting == null) applyStaged() // the input has ended
       waiting != null
     }
 
