@@ -89,6 +89,27 @@ def test_any_order_and_merges_hold_the_same_registers(sketches, order):
     assert sketch.pairCount() <= (1 << p) * 12
 
 
+@pytest.mark.parametrize("n", [40, 200, 3000])
+@pytest.mark.parametrize("via", ["merge", "bytes"])
+def test_a_merge_into_a_fresh_sketch_keeps_its_running_sums(sketches, n, via):
+    """Every row at one time: the fresh sketch's buffer settles within the merge with its
+    replayed rows in time order; the pairs merged after must still reach its sums."""
+    rng = np.random.default_rng(stable_seed("fresh merge", n, via))
+    window, rsd, p = 100, 0.05, 9
+    ts = np.full(n, 42, dtype=np.int64)
+    hashes = stream(rng, "all-distinct", n)
+    piece = sketches.replay.distinct(window, rsd)
+    sketches.replay.addDistinct(piece, _longs(ts), _longs(hashes))
+    fresh = sketches.replay.distinct(window, rsd)
+    if via == "merge":
+        fresh.merge(piece)
+    else:
+        sketches.format.mergeDistinct(fresh, sketches.format.serializeDistinct(piece))
+    expected = registers_of(hashes, p)
+    assert fresh.inverseSum() == np.sum(2.0 ** -expected)
+    assert fresh.zeroRegisters() == np.count_nonzero(expected == 0)
+
+
 @pytest.mark.parametrize("order", ["in order", "shuffled"])
 def test_a_sketch_writes_the_same_bytes_from_its_row_buffer_as_from_its_registers(sketches, order):
     """A sketch keeps its rows in a buffer until something reads its registers, or until

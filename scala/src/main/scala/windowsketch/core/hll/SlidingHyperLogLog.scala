@@ -216,9 +216,18 @@ final class SlidingHyperLogLog(val window: Long, val rsd: Double) extends Sketch
     if (otherHasTime) advanceTo(otherNow)
   }
 
-  /** One pair of a merged sketch, in any order (into the buffer while there is one). */
+  /**
+   * One pair of a merged sketch, in any order (into the buffer while there is one). Pairs
+   * inserted out of time order leave the running sums stale, so a merge ends the order:
+   * the buffer may have settled within this merge with its replayed rows all in order.
+   */
   private[core] def mergePair(j: Int, ts: Long, rank: Byte): Unit =
-    if (!isExpired(ts)) { if (settled) insert(j, ts, rank) else addPending(j, ts, rank) }
+    if (!isExpired(ts)) {
+      if (settled) {
+        ordered = false
+        insert(j, ts, rank)
+      } else addPending(j, ts, rank)
+    }
 
   /**
    * (sum over registers of 2^-value, number of zero registers) for the window ending at
