@@ -349,3 +349,42 @@ def test_distinct_counts_stay_on_the_table_while_their_rows_stay_buffered(spark,
         JOIN (SELECT k, max(ts) AS now FROM distinct_keys GROUP BY k) m ON d.k = m.k
         WHERE ts > now - {window} GROUP BY d.k""").collect())
     assert ours == exact and len(ours) == n_keys
+
+
+@pytest.mark.parametrize("ts", ["7", "id"])
+def test_keys_from_one_partition_answer_within_every_familys_bound(spark, ts):
+    """Each key's rows in one map partition, so the final side merges one partial into a
+    fresh buffer (where a distinct count once kept stale sums), with every row at one time
+    and in time order: every family against the exact answer over the key's rows."""
+    everything = 10**9
+    spark.sql(f"""
+        SELECT id DIV 5000 AS k, {ts} AS ts, id % 10 < 3 AS v, id % 1000 AS b,
+               CAST((id * 2654435761) % 100003 AS DOUBLE) AS x,
+               CAST(floor(pow(((id * 2654435761) % 100003) / 100003.0, 4) * 50) AS INT) AS u,
+               (id * 7919) % 3000 AS w
+        FROM range(0, 40000, 1, 4)""").createOrReplaceTempView("one_partition_keys")
+    rows = spark.sql(f"""
+        SELECT k, approx_window_count(v, ts, {everything}) AS c, count_if(v) AS exact_c,
+               approx_window_sum(b, ts, {everything}) AS s, sum(b) AS exact_s,
+               approx_window_count_distinct(w, ts, {everything}) AS d,
+               approx_count_distinct(w) AS spark_d,
+               approx_window_percentile(x, ts, {everything}, 0.9) AS p,
+               approx_window_stddev(x, ts, {everything}) AS sd, stddev(x) AS exact_sd,
+               approx_window_avg(x, ts, {everything}) AS av, avg(x) AS exact_av,
+               stddev_pop(x) AS sigma, approx_window_top_k(u, ts, {everything}, 3) AS top,
+               collect_list(x) AS xs, collect_list(u) AS us
+        FROM one_partition_keys GROUP BY k""").collect()
+    assert len(rows) == 8
+    eps = 0.01
+    for r in rows:
+        assert abs(r.c - r.exact_c) <= eps * r.exact_c and abs(r.s - r.exact_s) <= eps * r.exact_s
+        assert r.d == r.spark_d
+        xs = np.array(r.xs)
+        n = len(xs)
+        assert np.sum(xs < r.p) <= np.ceil((0.9 + eps) * n)
+        assert np.sum(xs <= r.p) >= np.floor((0.9 - eps) * n)
+        assert abs(r.sd - r.exact_sd) <= eps / 2 * r.exact_sd
+        assert abs(r.av - r.exact_av) <= eps * r.sigma
+        counts = np.bincount(np.array(r.us))
+        assert [t.item for t in r.top] == list(np.argsort(-counts, kind="stable")[:3])
+        assert all(t.lower <= counts[t.item] <= t.upper for t in r.top)
