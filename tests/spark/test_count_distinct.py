@@ -27,8 +27,8 @@ def test_a_window_holding_every_row_answers_as_approx_count_distinct(spark, expr
 
 
 @pytest.mark.parametrize("ts", ["id", "7"])
-@pytest.mark.parametrize("key", ["id % 11", "id DIV 10000"])
-def test_group_by_answers_as_approx_count_distinct(spark, key, ts):
+@pytest.mark.parametrize("key, keys", [("id % 11", 11), ("id DIV 10000", 20)])
+def test_group_by_answers_as_approx_count_distinct(spark, key, keys, ts):
     """Keys spread over every partition, and keys each in one partition, whose final side
     merges one partial sketch into a fresh one; rows in time order, and every row at one
     time (a merge into a fresh sketch once kept its running sums from before the merge)."""
@@ -38,7 +38,7 @@ def test_group_by_answers_as_approx_count_distinct(spark, key, ts):
         FROM (SELECT {key} AS k, {ts} AS ts, CAST(rand(4) * pow(10, id % 11 / 2) AS INT) AS u
               FROM range(0, 200000, 1, 4))
         GROUP BY k""").collect()
-    assert len(rows) == (11 if "%" in key else 20)
+    assert len(rows) == keys
     assert all(r.ours == r.spark for r in rows)
 
 
