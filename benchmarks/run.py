@@ -79,23 +79,23 @@ class Sizes:
     dedup_batches: int       # its micro-batches
 
 
-QUICK = Sizes(core_rows=1_000_000, window_rows=40_000, windows=[10**3, 10**4],
+QUICK = Sizes(core_rows=300_000, window_rows=20_000, windows=[10**3, 10**4],
               sliding_budget=10**7, group_rows=40_000, group_keys=10_000,
               state_events=100_000, state_windows=[10**3, 10**6, 10**9],
-              synthetic_rows=50_000, stream_keys=100, stream_events=10_000, stream_files=4,
-              churn_keys=5_000, churn_events=20_000, churn_batches=2, live_warm_up=False,
+              synthetic_rows=50_000, stream_keys=100, stream_events=5_000, stream_files=2,
+              churn_keys=2_500, churn_events=10_000, churn_batches=2, live_warm_up=False,
               live_each_family=False, stored_sketches=2_000,
-              column_sketches=10_000, sum_rows=40_000, percentile_rows=20_000,
+              column_sketches=10_000, sum_rows=40_000, percentile_rows=10_000,
               percentile_window=1_000, percentile_sliding_rows=1_000, percentile_keys=[10**3],
               moments_rows=40_000, moments_window=5_000, moments_sliding_window=1_000,
               moments_sliding_rows=1_000, moments_keys=[10**3],
-              top_k_rows=20_000, top_k_window=1_000, top_k_sliding_rows=500,
+              top_k_rows=10_000, top_k_window=1_000, top_k_sliding_rows=500,
               top_k_state_rows=20_000, percentile_state_rows=[10**5, 10**6],
               memory_rows=[10**3, 10**4], bounded_frame_rows=40_000, big_window_rows=100_000,
-              sample_rows=20_000, sample_window=1_000, sample_sliding_rows=500,
+              sample_rows=10_000, sample_window=1_000, sample_sliding_rows=500,
               sample_state_rows=20_000, sample_group_rows=40_000, sample_keys=[10**3],
-              filter_rows=200_000, filter_window=10_000, filter_distinct=[10**3, 10**4],
-              dedup_ids=10_000, dedup_batches=4)
+              filter_rows=100_000, filter_window=10_000, filter_distinct=[10**3, 10**4],
+              dedup_ids=5_000, dedup_batches=2)
 FULL = Sizes(core_rows=50_000_000, window_rows=10_000_000,
              windows=[10**3, 10**4, 10**5, 10**6, 10**7], sliding_budget=5 * 10**9,
              group_rows=10_000_000, group_keys=1_000_000, state_events=2_000_000,
