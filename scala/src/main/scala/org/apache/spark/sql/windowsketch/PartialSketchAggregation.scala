@@ -256,11 +256,14 @@ private[windowsketch] final class PartialSketchAggregation(
   }
 
   /**
-   * Stage arrays for the table's capacity: twice as many rows as slots, so that sorting a
-   * stage by slot costs O(rows), and at least [[MinStageRows]].
+   * Stage arrays for the table's capacity: eight rows a slot, so that sorting a stage by
+   * slot costs O(rows) and a key's sketch, cold in cache at each visit, takes more rows a
+   * visit (26 at 10^4 keys, against 6.5 at two rows a slot: best of six alternating
+   * processes, sums 1.84 to 1.60 s, counts 1.34 to 1.18 s); at most [[MaxStageRows]],
+   * never below two rows a slot or [[MinStageRows]].
    */
   private def sizeStage(): Unit = {
-    stageRows = math.max(MinStageRows, 2 * capacity)
+    stageRows = math.max(MinStageRows, math.max(2 * capacity, math.min(MaxStageRows, 8 * capacity)))
     stageSlots = new Array[Int](stageRows)
     stageOrder = new Array[Int](stageRows)
     stageTags = new Array[Byte](stageRows * width)
@@ -326,6 +329,8 @@ private[windowsketch] final class PartialSketchAggregation(
 private[windowsketch] object PartialSketchAggregation {
   private val InitialCapacity = 1024
   private val MinStageRows = 4096
+  // The stage's size at the table's key cap before (25 bytes a row with one aggregate: 6.5 MB).
+  private val MaxStageRows = 1 << 18
   /** A copied key's UnsafeRow object and its byte array's header, beside the key's bytes. */
   private val KeyObjectBytes = 56L
 }
