@@ -11,6 +11,11 @@ compiled from the shared sources (src/main/scala) plus that line's shim folders
   from PyPI with `pip download` into a cache, of which only the jars are kept
   ($WINDOWSKETCH_BUILD_CACHE, default ~/.cache/windowsketch).
 
+Each compiled jar is kept in that cache too, under a digest of everything the compile reads
+(the sources, this script, the line, the version, the Spark jars' names and sizes, the
+Java that runs the compiler), so that the same inputs are compiled once: a release wheel,
+an editable install and a source install of one checkout on one machine share it.
+
 setup.py calls `build_for_install` when the package is built; by hand:
 
     python scala/build_jar.py                  # the installed pyspark's line
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import importlib.util
 import json
 import os
@@ -147,7 +153,81 @@ def _build_info(line, version: str) -> str:
         "}\n")
 
 
+#: Compiled jars kept in the build cache; past this many, the least recently used go.
+CACHED_JARS = 24
+
+
+def _java() -> str:
+    return shutil.which("java") or os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "java")
+
+
+def compile_digest(line, spark_jars: str, version: str) -> str:
+    """A digest of every input of `build`: equal digests compile to the same classes."""
+    digest = hashlib.sha256()
+
+    def add(part: bytes) -> None:
+        digest.update(len(part).to_bytes(8, "big") + part)
+
+    # Without the options variables, which the JVM echoes ("Picked up ...") and which do
+    # not change the classes.
+    quiet = {k: v for k, v in os.environ.items()
+             if k not in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")}
+    java = subprocess.run([_java(), "-version"], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120, env=quiet)
+    for part in (line.line, line.scala, str(line.java_release), version, java.stderr):
+        add(part.encode())
+    for path in [__file__, os.path.join(PACKAGE, "_lines.py"), *scala_sources(line)]:
+        add(os.path.relpath(path, ROOT).encode())
+        with open(path, "rb") as f:
+            add(f.read())
+    for name in sorted(os.listdir(spark_jars)):
+        if name.endswith(".jar"):
+            add(f"{name} {os.path.getsize(os.path.join(spark_jars, name))}".encode())
+    return digest.hexdigest()[:40]
+
+
 def build(line, jar: str, spark_jars: str, version: str) -> None:
+    """`line`'s jar from the build cache when its inputs were compiled before, else compiled."""
+    cached = os.path.join(cache_dir(), "jars", compile_digest(line, spark_jars, version),
+                          line.jar_name(version))
+    if _copy(cached, jar):
+        try:
+            os.utime(os.path.dirname(cached))  # recently used: kept by the eviction below
+        except FileNotFoundError:  # evicted meanwhile by another build
+            pass
+        print(f"windowsketch: the jar for Spark {line.line} from the build cache (compiled "
+              f"before from the same inputs: {cached})", file=sys.stderr)
+        return
+    compile_jar(line, jar, spark_jars, version)
+    _copy(jar, cached)
+    _evict(os.path.join(cache_dir(), "jars"))
+
+
+def _copy(source: str, target: str) -> bool:
+    """Copies `source` to `target` whole or not at all; False if `source` is missing."""
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    partial = f"{target}.{os.getpid()}.partial"
+    try:
+        shutil.copyfile(source, partial)
+    except FileNotFoundError:
+        return False
+    os.replace(partial, target)
+    return True
+
+
+def _evict(folder: str) -> None:
+    """Keeps the CACHED_JARS most recently used entries of the jar cache."""
+    def used(entry: str) -> float:
+        try:
+            return os.path.getmtime(entry)
+        except FileNotFoundError:  # evicted meanwhile by another build
+            return 0.0
+    entries = sorted((os.path.join(folder, name) for name in os.listdir(folder)), key=used, reverse=True)
+    for stale in entries[CACHED_JARS:]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def compile_jar(line, jar: str, spark_jars: str, version: str) -> None:
     """Compiles `line`'s sources against `spark_jars` with the compiler found there."""
 
     def one(pattern: str) -> str:
@@ -156,7 +236,7 @@ def build(line, jar: str, spark_jars: str, version: str) -> None:
 
     compiler_cp = os.pathsep.join(
         one(p) for p in ("scala-compiler-*.jar", "scala-library-*.jar", "scala-reflect-*.jar"))
-    java = shutil.which("java") or os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "java")
+    java = _java()
     with tempfile.TemporaryDirectory() as work:
         classes = os.path.join(work, "classes")
         os.makedirs(classes)

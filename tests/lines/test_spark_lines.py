@@ -14,7 +14,9 @@ pyspark's, in a virtualenv holding that line's pyspark from PyPI:
 4. on 3.5 (Scala 2.12) and 4.0 (the other 2.13 shims than the main line's), installing a
    clean copy from source builds this line's jar, and the SQL quickstart, `windowsketch
    demo` and `windowsketch sql -f sql-examples/quickstart.sql` work. The release wheel
-   compiles every line's jar from a clean copy, and CI's editable install the main line's.
+   compiles every line's jar from a clean copy, and CI's editable install the main line's
+   (each from the build cache when the same inputs were compiled before: its tests are
+   tests/python/test_build_jar.py).
 
 The wheel's jar for the installed pyspark's own line runs too (the main suite tests the jar
 it builds itself). All of it runs in the background from the end of collection, two lines at a time, while
