@@ -592,10 +592,7 @@ object LeveledTopK {
   }
 
   private object Item {
-    def of(bytes: Array[Byte]): Item = new Item(bytes, hash(bytes))
-
-    /** The bytes' hash spread over all bits (Fibonacci hashing): items' byte hashes run consecutively. */
-    def hash(bytes: Array[Byte]): Int = { val h = java.util.Arrays.hashCode(bytes) * 0x9E3779B9; h ^ (h >>> 16) }
+    def of(bytes: Array[Byte]): Item = new Item(bytes, ItemCounts.hash(bytes))
   }
 
   /** The interned items by their bytes: open addressing, removals shift entries back (no tombstones). */
@@ -607,7 +604,7 @@ object LeveledTopK {
 
     /** The item of these bytes, or null. */
     def find(bytes: Array[Byte]): Item = {
-      val h = Item.hash(bytes)
+      val h = ItemCounts.hash(bytes)
       val mask = slots.length - 1
       var i = h & mask
       while (slots(i) != null && !(slots(i).slot == h && java.util.Arrays.equals(slots(i).bytes, bytes))) i = (i + 1) & mask

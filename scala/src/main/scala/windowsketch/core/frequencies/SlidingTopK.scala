@@ -58,6 +58,30 @@ object ItemCounts {
     a.length - b.length
   }
 
+  /**
+   * A hash of the item's bytes with every bit mixed (eight bytes a step, each through
+   * MurmurHash3's 64-bit finalizer). `Arrays.hashCode` gives the eight-byte encodings of
+   * 0 … 999 only 349 distinct hashes (31·b + c repeats), so tables keyed by it probed long
+   * runs of equal hashes.
+   */
+  def hash(a: Array[Byte]): Int = {
+    var h = a.length * 0x9E3779B97F4A7C15L
+    var i = 0
+    while (i + 8 <= a.length) { h = mix(h ^ bigEndianLong(a, i)); i += 8 }
+    if (i < a.length) {
+      var tail = 0L
+      while (i < a.length) { tail = (tail << 8) | (a(i) & 0xffL); i += 1 }
+      h = mix(h ^ tail)
+    }
+    (h ^ (h >>> 32)).toInt
+  }
+
+  private def mix(x: Long): Long = {
+    var h = (x ^ (x >>> 33)) * 0xFF51AFD7ED558CCDL
+    h = (h ^ (h >>> 33)) * 0xC4CEB9FE1A85EC53L
+    h ^ (h >>> 33)
+  }
+
   private def bigEndianLong(a: Array[Byte], i: Int): Long =
     ((a(i) & 0xffL) << 56) | ((a(i + 1) & 0xffL) << 48) | ((a(i + 2) & 0xffL) << 40) |
       ((a(i + 3) & 0xffL) << 32) | ((a(i + 4) & 0xffL) << 24) | ((a(i + 5) & 0xffL) << 16) |
@@ -211,7 +235,7 @@ private[core] final class ItemSlots(capacity: Int) {
 
   /** The slot of `item`, which it takes if no equal item has one yet. */
   def slotOf(item: Array[Byte]): Int = {
-    var at = java.util.Arrays.hashCode(item) * 0x9E3779B9 & mask
+    var at = ItemCounts.hash(item) & mask
     while (items(at) != null && !((items(at) eq item) || java.util.Arrays.equals(items(at), item))) {
       at = (at + 1) & mask
     }
@@ -460,13 +484,16 @@ final class SlidingTopK(val window: Long, val eps: Double) extends TopKWindow {
     val lower = ItemCounts.sum(inside.toSeq, Int.MaxValue)
     val straddlingCounts = ItemCounts.sum(straddling.toSeq, Int.MaxValue)
     val slack = Math.addExact(lower.error, straddlingCounts.error)
-    val all = lower.items.indices.map { i =>
-      val item = lower.items(i)
+    // The first k in the answer's order (a total order: items are distinct), not a sort of all.
+    val best = new OrderedTopK.FirstK(k, answerOrder, lower.size)
+    var i = 0
+    while (i < lower.size) {
       val low = lower.counts(i)
-      val high = Math.addExact(Math.addExact(low, slack), straddlingCounts.countOf(item))
-      ItemCount(item, low + (high - low) / 2, low, high)
+      val high = Math.addExact(Math.addExact(low, slack), straddlingCounts.countOf(lower.items(i)))
+      best.offer(ItemCount(lower.items(i), low + (high - low) / 2, low, high))
+      i += 1
     }
-    all.sorted(Ordering.comparatorToOrdering(answerOrder)).take(k).toArray
+    best.result
   }
 
   private def afterEdge(ts: Long): Boolean =
@@ -1199,7 +1226,7 @@ trait LiveTopKWindow extends TopKWindow {
 
 /** An item's bytes as a hash key. */
 final class ItemKey(val bytes: Array[Byte]) {
-  override val hashCode: Int = java.util.Arrays.hashCode(bytes)
+  override val hashCode: Int = ItemCounts.hash(bytes)
   override def equals(other: Any): Boolean = other match {
     case o: ItemKey => java.util.Arrays.equals(bytes, o.bytes)
     case _ => false
