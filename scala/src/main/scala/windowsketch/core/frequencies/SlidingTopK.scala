@@ -59,28 +59,12 @@ object ItemCounts {
   }
 
   /**
-   * A hash of the item's bytes with every bit mixed (eight bytes a step, each through
-   * MurmurHash3's 64-bit finalizer). `Arrays.hashCode` gives the eight-byte encodings of
-   * 0 … 999 only 349 distinct hashes (31·b + c repeats), so tables keyed by it probed long
-   * runs of equal hashes.
+   * The item's bytes hashed with every bit mixed ([[ValueHash.chain]]), folded to an int for
+   * open-addressing tables. `Arrays.hashCode` gives the eight-byte encodings of 0 … 999 only
+   * 349 distinct hashes (31·b + c repeats), so tables keyed by it probed long runs of equal
+   * hashes.
    */
-  def hash(a: Array[Byte]): Int = {
-    var h = a.length * 0x9E3779B97F4A7C15L
-    var i = 0
-    while (i + 8 <= a.length) { h = mix(h ^ bigEndianLong(a, i)); i += 8 }
-    if (i < a.length) {
-      var tail = 0L
-      while (i < a.length) { tail = (tail << 8) | (a(i) & 0xffL); i += 1 }
-      h = mix(h ^ tail)
-    }
-    (h ^ (h >>> 32)).toInt
-  }
-
-  private def mix(x: Long): Long = {
-    var h = (x ^ (x >>> 33)) * 0xFF51AFD7ED558CCDL
-    h = (h ^ (h >>> 33)) * 0xC4CEB9FE1A85EC53L
-    h ^ (h >>> 33)
-  }
+  def hash(a: Array[Byte]): Int = { val h = ValueHash.chain(0L, a); (h ^ (h >>> 32)).toInt }
 
   private def bigEndianLong(a: Array[Byte], i: Int): Long =
     ((a(i) & 0xffL) << 56) | ((a(i + 1) & 0xffL) << 48) | ((a(i + 2) & 0xffL) << 40) |
