@@ -947,9 +947,13 @@ def memory_per_group(spark, sizes, report):
     # Past 10^7 rows a live state is the heap table's in-order structure written, at minutes a run.
     live_rows = [r for r in sizes.memory_rows if r <= 10**7]
     live_lines = []
-    for family in MEMORY_FAMILIES + ["top_k unsliced", "moments unsliced"]:
+    for family in MEMORY_FAMILIES + ["top_k unsliced", "moments unsliced", "percentile 1000 slices",
+                                     "percentile unsliced"]:
         row = [family]
         for rows in live_rows:
+            if family == "percentile unsliced" and rows < 10**4:
+                row.append("")  # every position a slice is 1,000 at most: within the cap
+                continue
             state = throughput.liveStateBytes(family, rows, 0.05 if family == "distinct" else 0.01)
             report.add("memory per group", f"{family} live state", f"bytes at {rows} rows", state, "bytes")
             row.append(f"{state / 1024:,.1f}")
@@ -964,7 +968,9 @@ def memory_per_group(spark, sizes, report):
         "the largest state after a batch once the window is full. eps 0.01 (distinct counts: "
         "rsd 0.05), values as above. `top_k unsliced`: ticks every window / 200 + 1 positions, "
         "past 128 tick slices, so the key keeps the running frames' leveled counts; `moments "
-        "unsliced`: every window / 2,000 + 1, past 1,024, so it keeps their buckets.")
+        "unsliced`: every window / 2,000 + 1, past 1,024, so it keeps their buckets, and "
+        "`percentile unsliced` their compact mode (from 10^4 rows); `percentile 1000 slices`: "
+        "every window / 1,000, within the 1,024 slices percentiles keep at eps 0.01.")
     return measured_heap
 
 

@@ -12,7 +12,9 @@ the first with alerts), window_moments_positions and window_top_k_positions (ver
 the first with moments and top values), window_percentile_compact_positions (version 2,
 percentiles past the exact limit, after the compact nodes' variance budgets) and
 window_sliced_* (version 4, percentiles, moments and top values a summary a tick slice) and
-window_split_slices_positions (version 4, two slices a tick period)."""
+window_split_slices_positions (version 4, two slices a tick period), and
+window_split_slices_percentile_positions (version 5, before percentiles took more than 128
+slices at eps 0.01)."""
 from __future__ import annotations
 
 import collections
@@ -60,6 +62,10 @@ SCENARIOS = {
     # most 128 for top values and percentiles, two a tick period: 41, of widths 37 and 13.
     "window_split_slices_positions": (1013, 50, "count:0.05,moments:0.3,top_k:3:0.3,"
                                       "percentile:0.3:0.5:0.99"),
+    # At eps 0.01 percentiles keep up to 1,024 slices, but a window that 128 slice two a tick
+    # period (41, as before the larger cap) keeps that slicing, not 507 equal ones: the states
+    # written before resume.
+    "window_split_slices_percentile_positions": (1013, 50, "count:0.05,percentile:0.01:0.5:0.99"),
     # Version 5: ticks every 7 cut a window of 1,000 into more than 128 slices, even two a
     # tick period (285): top values keep the running frames' leveled counts, bounded past
     # 147 rows at eps 0.1.
@@ -301,12 +307,18 @@ def check_percentiles_against_exact(rows, lines, name):
     of p n; for a key whose windows stay within half the exact limit (64 / eps rounded down
     to a power of two; between ticks a key also holds the rows folded for the next one),
     Spark's exact percentile. Returns how many answers were not the exact percentile."""
-    window = SCENARIOS[name][0]
     ts = np.array([r[0] for r in rows], dtype=np.int64)
     which = np.array([r[1] for r in rows])
     values = np.array([r[2] for r in rows], dtype=np.int64).view(np.float64)
+    return percentiles_against_exact(ts, which, values, lines, SCENARIOS[name][0],
+                                     family_slides(name, "percentile"), name)
+
+
+def percentiles_against_exact(ts, which, values, lines, window, slides, name):
+    """check_percentiles_against_exact over arrays: each row's time, aggregate index and
+    value, and each percentile slide's (index, [eps, percentages...])."""
     approximate = 0
-    for index, (eps, *percentages) in family_slides(name, "percentile"):
+    for index, (eps, *percentages) in slides:
         limit = 2 ** int(np.floor(np.log2(64 / eps)))
         mine = ts[which == index]
         small = all(np.count_nonzero((mine <= t) & (mine > t - window)) <= limit // 2
@@ -437,6 +449,69 @@ def packed_columns(ts, values) -> bytes:
     return rows.tobytes()
 
 
+@pytest.mark.parametrize("window, every, form", [(3000, 10, "sliced bounded"),
+                                                  (10240, 10, "sliced bounded"),
+                                                  (10250, 10, "bounded")])
+def test_live_percentiles_keep_up_to_1024_tick_slices_at_eps_001(sketches, window, every, form):
+    """At eps 0.01 a key's percentiles keep a summary a tick slice up to 1,024 slices
+    (`SlicedQuantiles.mostSlices`; 128 before): windows of 300 and 1,024 slices, and of 1,025,
+    which keeps the running frames' compact mode. Two rows a position for three windows, well
+    past the exact limit (6,000 to 20,500 values), of heavy tails, ties, a monotone run, a
+    burst of 3,000 rows at one position and a gap of half a window: every tick's answers
+    against the exact sorted window, and a key stopped halfway resumes from its bytes as one
+    that never stopped."""
+    rng = np.random.default_rng(window)
+    ts = np.repeat(np.arange(3 * window, dtype=np.int64), 2)
+    ts = ts[(ts < window) | (ts >= window + window // 2)]  # the gap
+    ts = np.sort(np.concatenate([ts, np.full(3000, 2 * window + 7, dtype=np.int64)]))  # the burst
+    values = np.empty(len(ts))
+    quarter = len(ts) // 4
+    values[:quarter] = rng.pareto(1.2, quarter)
+    values[quarter:2 * quarter] = rng.integers(0, 5, quarter)
+    values[2 * quarter:3 * quarter] = np.arange(quarter)
+    values[3 * quarter:] = rng.normal(0, 1, len(ts) - 3 * quarter)
+    aggregate = "percentile:0.01:0.5:0.99"
+    encoded = values.view(np.int64)
+    end = int(ts[-1]) + window
+    out = sketches.replay.liveWindowState(window, every, aggregate, b"", packed_columns(ts, encoded), end)
+    straight_state, straight = bytes(out[0]), str(out[1]).splitlines()
+    assert len(straight) > 3 * window // every
+    approximate = percentiles_against_exact(ts, np.zeros(len(ts)), values, straight, window,
+                                            [(0, [0.01, 0.5, 0.99])], window)
+    assert approximate > 0
+    stop = int(ts[len(ts) // 2])
+    before = ts <= stop
+    out = sketches.replay.liveWindowState(window, every, aggregate, b"",
+                                          packed_columns(ts[before], encoded[before]), stop)
+    state, first = bytes(out[0]), str(out[1]).splitlines()
+    assert sketches.replay.liveSlideForms(window, every, aggregate, state) == form
+    out = sketches.replay.liveWindowState(window, every, aggregate, state,
+                                          packed_columns(ts[~before], encoded[~before]), end)
+    assert first + str(out[1]).splitlines() == straight and bytes(out[0]) == straight_state
+
+
+def test_a_compact_live_percentile_resumes_at_every_watermark(sketches):
+    """A key in the running frames' compact mode (ticks every position of a window of 10^6,
+    eps 0.25: compact past 256 values) with three rows a position, its state written and
+    read back at every position's watermark: each compress that takes a time's first row
+    leaves its next rows a pending leaf of the newest node's time, which states must read
+    (they were refused as damaged, which stopped the query). The rows and the last state
+    are those of a key that never stopped."""
+    window, every, aggregate = 10**6, 1, "percentile:0.25:0.5:0.9"
+    rng = np.random.default_rng(3)
+    ts = np.repeat(np.arange(600, dtype=np.int64), 3)
+    encoded = rng.normal(0, 1, len(ts)).view(np.int64)
+    state, resumed = b"", []
+    for t in range(600):
+        out = sketches.replay.liveWindowState(window, every, aggregate, state,
+                                              packed_columns(ts[3 * t:3 * t + 3], encoded[3 * t:3 * t + 3]), t)
+        state = bytes(out[0])
+        resumed += str(out[1]).splitlines()
+    assert sketches.replay.liveSlideForms(window, every, aggregate, state) == "bounded"
+    out = sketches.replay.liveWindowState(window, every, aggregate, b"", packed_columns(ts, encoded), 599)
+    assert resumed == str(out[1]).splitlines() and state == bytes(out[0])
+
+
 @pytest.mark.parametrize("aggregate,every", [
     ("percentile:0.01:0.5:0.99", 10**5), ("top_k:5:0.01", 10**5), ("moments:0.01", 10**5),
     ("top_k:5:0.01", 4999)], ids=["percentile", "top_k", "moments", "top_k-leveled"])
@@ -554,13 +629,17 @@ def test_a_live_percentile_turns_compact_one_value_past_the_exact_limit(sketches
         assert abs(median - (last - 1) / 2) <= 0.25 * last, (rows, median)
 
 
-@pytest.mark.parametrize("aggregate, most", [("percentile:0.01:0.5:0.99", 500_000),
-                                             ("top_k:5:0.01", 400_000)])
-def test_a_busy_keys_state_is_set_by_eps_not_by_its_rows(sketches, aggregate, most):
+@pytest.mark.parametrize("aggregate, every, form, most, growth", [
+    ("percentile:0.01:0.5:0.99", 1003, "bounded", 500_000, 2.5),
+    ("percentile:0.01:0.5:0.99", 1000, "sliced bounded", 150_000, 3.0),
+    ("top_k:5:0.01", 1000, "bounded", 400_000, 2.5)], ids=["percentile", "percentile-sliced", "top_k"])
+def test_a_busy_keys_state_is_set_by_eps_not_by_its_rows(sketches, aggregate, every, form, most, growth):
     """One key with 2·10^4 and then 2·10^5 rows in its window (one a position, window 10^6,
     items of a skewed stream over 10^4 values): the state bytes past the exact limit stay
     within a bound (the rows alone take 2 MB: 10 bytes each), and ten times the rows add
-    far less than ten times the bytes."""
+    far less than ten times the bytes: in the running frames' form (ticks every 1,003: no
+    slicing fits) and, for percentiles, a summary a tick slice (every 1,000: 1,000 slices,
+    of which the rows fill 20 and 200, about 12/eps values each)."""
     sizes = []
     for rows in (20_000, 200_000):
         rng = np.random.default_rng(zlib.crc32(aggregate.encode()))
@@ -569,9 +648,10 @@ def test_a_busy_keys_state_is_set_by_eps_not_by_its_rows(sketches, aggregate, mo
         else:
             values = rng.normal(100, 30, rows).astype(np.float64).view(np.int64)
         inputs = [(t, 0, int(v)) for t, v in enumerate(values)]
-        out = sketches.replay.liveWindowState(10**6, 1000, aggregate, b"", packed(inputs), rows)
+        out = sketches.replay.liveWindowState(10**6, every, aggregate, b"", packed(inputs), rows)
         sizes.append(len(bytes(out[0])))
-    assert sizes[1] < most and sizes[1] < 2.5 * sizes[0], sizes
+        assert sketches.replay.liveSlideForms(10**6, every, aggregate, bytes(out[0])) == form
+    assert sizes[1] < most and sizes[1] < growth * sizes[0], sizes
 
 
 @pytest.mark.parametrize("k", [0, 100_001])

@@ -204,7 +204,7 @@ final class LiveDistinctSlide(val sketch: SlidingHyperLogLog) extends LiveSlide 
  * Percentiles: the input is the value's double bits; answers are the window's values at
  * `percentages`, exact while the window holds at most the exact limit values, then within
  * eps n in rank (docs/percentiles.md): where the ticks cut time into at most
- * [[SlicedQuantiles.MostSlices]] slices, a compacted summary a slice ([[SlicedQuantiles]]),
+ * [[SlicedQuantiles.mostSlices]] slices (1,024 at eps 0.01), a compacted summary a slice ([[SlicedQuantiles]]),
  * else the running frames' [[SlidingQuantiles]] and its compact mode. The state holds the
  * window exactly as memory does, so a key resumed from it answers as one that never stopped.
  */
@@ -215,7 +215,7 @@ final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) 
   def tag: Byte = LiveWindow.PercentileTag
   val parameters: Seq[Double] = eps +: percentages
   def newSlide(window: Long, every: Long): LivePercentileSlide =
-    new LivePercentileSlide(TickSlices(window, every, SlicedQuantiles.MostSlices)
+    new LivePercentileSlide(SlicedQuantiles.slicing(window, every, eps)
       .fold[LivePercentilesWindow](new SlidingQuantiles(window, eps))(new SlicedQuantiles(_, eps)),
       percentages.toArray)
   private[core] def readSlide(window: Long, every: Long, in: ByteReader): LiveSlide =
@@ -232,8 +232,8 @@ final case class LivePercentileAggregate(eps: Double, percentages: Seq[Double]) 
         if (!s.isCompact && s.heldCount > s.exactLimit) s.toCompact() // as an add past the limit would
         s
       case _ =>
-        SlicedQuantiles.readFrom(LiveWindow.slicesOf(window, every, SlicedQuantiles.MostSlices), eps, in,
-          in.remaining)
+        val slices = SlicedQuantiles.slicing(window, every, eps).getOrElse(LiveWindow.notSliced)
+        SlicedQuantiles.readFrom(slices, eps, in, in.remaining)
     }, percentages.toArray)
 }
 
@@ -618,8 +618,10 @@ object LiveWindow {
 
   /** The slicing a sliced slide was written with: none means the state is not this query's. */
   private[core] def slicesOf(window: Long, every: Long, most: Int): TickSlices =
-    TickSlices(window, every, most).getOrElse(
-      throw new CorruptSketchException("a sliced live slide for a window its ticks do not slice"))
+    TickSlices(window, every, most).getOrElse(notSliced)
+
+  private[core] def notSliced: Nothing =
+    throw new CorruptSketchException("a sliced live slide for a window its ticks do not slice")
 
   // Each family's tag in the state, and its name for refusals: one line per family.
   val CountTag: Byte = 1

@@ -471,12 +471,15 @@ object SketchFormat {
       c.restore(hasTime, now, readQuantileNodes(in, now, hasTime, length))
       c.checkInvariant(leftAllowed = true).foreach(problem => throw new CorruptSketchException(problem))
       val pending = readQuantileNodes(in, now, hasTime, length)
+      // Leaves are one a time, in time order; the first may share the newest node's time,
+      // as when a compress came between rows of one time.
       val held = c.heldNodes
       var previous = if (held.isEmpty) Long.MinValue else held.last.lo
-      var first = held.isEmpty
+      var first = true
       pending.foreach { n =>
         val weight = try n.summary.weight catch { case _: ArithmeticException => -1L }
-        if (n.level != 0 || (!first && n.lo <= previous) || n.lo > now || n.total < 1 || weight != n.total) {
+        if (n.level != 0 || n.lo < previous || (!first && n.lo == previous) || n.lo > now || n.total < 1 ||
+            weight != n.total) {
           throw new CorruptSketchException("invalid pending percentile leaf")
         }
         previous = n.lo

@@ -283,13 +283,15 @@ object Throughput {
    * largest state after any batch once the window is full (it slides on for rows/5 more).
    * Values as [[heldHeapBytes]]'s; percentiles ask for p50 and p99, top values the top 5,
    * samples 5 rows. `top_k unsliced` ticks every rows/200 + 1 instead, past 128 tick slices,
-   * and `moments unsliced` every rows/2,000 + 1, past 1,024: they keep the in-order
-   * structures of running frames.
+   * and `moments unsliced` and `percentile unsliced` every rows/2,000 + 1, past 1,024 (from
+   * 10^4 rows): they keep the in-order structures of running frames; `percentile 1000
+   * slices` ticks every rows/1,000.
    */
   def liveStateBytes(family: String, rows: Int, eps: Double): Long = {
     val every = family match {
       case "top_k unsliced" => rows / 200 + 1
-      case "moments unsliced" => rows / 2000 + 1
+      case "moments unsliced" | "percentile unsliced" => rows / 2000 + 1
+      case "percentile 1000 slices" => math.max(1, rows / 1000)
       case _ => math.max(1, rows / 10)
     }
     val aggregate = family match {
@@ -298,7 +300,8 @@ object Throughput {
       case "count" => LiveCountAggregate(eps)
       case "sum" => LiveSumAggregate(eps)
       case "distinct" => LiveDistinctAggregate(eps)
-      case "percentile" => LivePercentileAggregate(eps, Seq(0.5, 0.99))
+      case "percentile" | "percentile unsliced" | "percentile 1000 slices" =>
+        LivePercentileAggregate(eps, Seq(0.5, 0.99))
       case "moments" => LiveMomentsAggregate(eps)
       case "top_k" => LiveTopKAggregate(5, eps)
       case "sample" => LiveSampleAggregate(5, 0L)

@@ -159,8 +159,27 @@ final class SlicedQuantiles(val slices: TickSlices, val eps: Double) extends Liv
 }
 
 object SlicedQuantiles {
-  /** Past this many slices a window's [[SlidingQuantiles]] are smaller. */
-  val MostSlices = 128
+  /**
+   * The slices every window was cut into at most before [[mostSlices]]: tried first, so
+   * states written then resume with their slicing.
+   */
+  val FirstMostSlices = 128
+
+  /**
+   * Past this many slices a window at eps is smaller in [[SlidingQuantiles]]' compact
+   * mode: 16 per power of two in 1/eps, from 128 to 4,096 (1,024 at eps 0.01, 256 at 0.05;
+   * measured in docs/percentiles.md, "Live windows").
+   */
+  def mostSlices(eps: Double): Int =
+    if (!(eps > 0.0)) FirstMostSlices // refused by the constructor
+    else {
+      val inverse = math.min(4096.0, math.ceil(1.0 / eps)).toLong
+      math.max(FirstMostSlices.toLong, math.min(4096L, 16L * java.lang.Long.highestOneBit(inverse))).toInt
+    }
+
+  /** How a live window's ticks slice it for percentiles at eps, if within [[mostSlices]]. */
+  def slicing(window: Long, every: Long, eps: Double): Option[TickSlices] =
+    TickSlices(window, every, FirstMostSlices).orElse(TickSlices(window, every, mostSlices(eps)))
 
   private[quantiles] final class Slice(val index: Long, var rows: Long, val summary: QuantileSummary)
 
@@ -172,7 +191,7 @@ object SlicedQuantiles {
 
   /**
    * Reads [[SlicedQuantiles.writeTo]], checking what the state must be: slices strictly
-   * newer than one another within the window at now, at most [[MostSlices]], each summary's
+   * newer than one another within the window at now, at most [[mostSlices]], each summary's
    * weight its row count and its variance within its budget against the rows after it;
    * before compacting, no compaction and at most the exact limit values.
    */
@@ -183,7 +202,7 @@ object SlicedQuantiles {
     val hasTime = (flags & 1) != 0
     val now = in.long()
     val n = in.varint()
-    if (n < 0 || n > MostSlices || (!hasTime && n != 0)) {
+    if (n < 0 || n > mostSlices(eps) || (!hasTime && n != 0)) {
       throw new CorruptSketchException(s"invalid percentile slice count $n")
     }
     q.seenAny = hasTime
