@@ -490,25 +490,39 @@ def test_live_percentiles_keep_up_to_1024_tick_slices_at_eps_001(sketches, windo
     assert first + str(out[1]).splitlines() == straight and bytes(out[0]) == straight_state
 
 
-def test_a_compact_live_percentile_resumes_at_every_watermark(sketches):
-    """A key in the running frames' compact mode (ticks every position of a window of 10^6,
-    eps 0.25: compact past 256 values) with three rows a position, its state written and
-    read back at every position's watermark: each compress that takes a time's first row
-    leaves its next rows a pending leaf of the newest node's time, which states must read
-    (they were refused as damaged, which stopped the query). The rows and the last state
-    are those of a key that never stopped."""
-    window, every, aggregate = 10**6, 1, "percentile:0.25:0.5:0.9"
+EVERY_FAMILY = "count:0.05,sum:0.05,distinct:0.2,percentile:0.25:0.5:0.9,moments:0.3,top_k:3:0.1,sample:3:7"
+
+
+@pytest.mark.parametrize("window, every, forms", [
+    (10**6, 1, "-,-,-,bounded,-,bounded,-"),
+    (1000, 10, "-,-,-,sliced bounded,sliced,sliced bounded,-")], ids=["running-forms", "sliced"])
+def test_every_family_resumes_at_every_watermark(sketches, window, every, forms):
+    """A key of every family with three rows a position for each, its state written and read
+    back at every position's watermark, in the running frames' forms (ticks every position
+    of a window of 10^6: compact percentiles past 256 values, leveled top values, moments'
+    buckets) and in tick slices (100 a window): the rows and the last state are those of a
+    key that never stopped. In the compact percentiles each compress that takes a time's
+    first row leaves its next rows a pending leaf of the newest node's time, which states
+    must read (they were refused as damaged, which stopped the query)."""
     rng = np.random.default_rng(3)
-    ts = np.repeat(np.arange(600, dtype=np.int64), 3)
-    encoded = rng.normal(0, 1, len(ts)).view(np.int64)
+    positions = 300
+    rows = []
+    for t in range(positions):
+        for _ in range(3):
+            rows += [(t, 0, 1), (t, 1, int(rng.integers(1, 1000))),
+                     (t, 2, int(rng.integers(-2**63, 2**63 - 1))),
+                     (t, 3, int(np.float64(rng.normal()).view(np.int64))),
+                     (t, 4, int(np.float64(rng.normal()).view(np.int64))),
+                     (t, 5, int(rng.zipf(1.5)) % 50), (t, 6, int(rng.integers(0, 50)))]
+    per_position = len(rows) // positions
     state, resumed = b"", []
-    for t in range(600):
-        out = sketches.replay.liveWindowState(window, every, aggregate, state,
-                                              packed_columns(ts[3 * t:3 * t + 3], encoded[3 * t:3 * t + 3]), t)
+    for t in range(positions):
+        out = sketches.replay.liveWindowState(window, every, EVERY_FAMILY, state,
+                                              packed(rows[t * per_position:(t + 1) * per_position]), t)
         state = bytes(out[0])
         resumed += str(out[1]).splitlines()
-    assert sketches.replay.liveSlideForms(window, every, aggregate, state) == "bounded"
-    out = sketches.replay.liveWindowState(window, every, aggregate, b"", packed_columns(ts, encoded), 599)
+    assert sketches.replay.liveSlideForms(window, every, EVERY_FAMILY, state) == forms
+    out = sketches.replay.liveWindowState(window, every, EVERY_FAMILY, b"", packed(rows), positions - 1)
     assert resumed == str(out[1]).splitlines() and state == bytes(out[0])
 
 

@@ -83,11 +83,13 @@ def test_quick_benchmark_writes_report_csv_and_plots(tmp_path):
     assert len(heap) == 14 and all(v < 2 * 2**20 for v in heap.values()), heap
     # A live key's state at 10^4 rows, every family, top values past 128 tick slices and
     # moments past 1,024: a count's is its histogram and the 100 rows after the watermark, a
-    # few KB; the leveled counts' and the moments' buckets within the count's + 64 KB.
+    # few KB; the leveled counts' and the moments' buckets within the count's + 64 KB;
+    # percentiles at 1,000 tick slices smaller than their compact mode (past 1,024).
     live = {r["case"]: float(r["value"]) for r in rows
             if r["section"] == "memory per group" and r["measure"] == "bytes at 10000 rows"}
-    assert len(live) == 9 and live["count live state"] < 4096, live
+    assert len(live) == 11 and live["count live state"] < 4096, live
     for unsliced in ("top_k unsliced live state", "moments unsliced live state"):
         assert live[unsliced] < live["count live state"] + 64 * 1024, live
+    assert live["percentile 1000 slices live state"] < live["percentile unsliced live state"], live
     for plot in ("window_time.png", "state_size.png", "memory_per_group.png"):
         assert (out / plot).stat().st_size > 5000
